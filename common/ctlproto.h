@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The efid control protocol: message types and attribute numbers.
+ *
+ * Shared by efid (server), efictl and libefi (clients).  The framing and the
+ * attribute encoding are in ctlmsg.h; docs/control-protocol.md describes the
+ * whole format.  Numbers are part of the wire contract: never renumber, only
+ * append.  Bump EFI_CTL_VERSION only for incompatible changes.
+ */
+#ifndef EFI_CTLPROTO_H
+#define EFI_CTLPROTO_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define EFI_CTL_MAGIC 0x31494645u  /* "EFI1" little-endian */
+#define EFI_CTL_VERSION 1
+
+/* Largest payload a server accepts in a request; replies may be larger. */
+#define EFI_CTL_MAX_REQUEST (64u * 1024u)
+/* Largest payload anybody accepts at all. */
+#define EFI_CTL_MAX_PAYLOAD (4u * 1024u * 1024u)
+/* File descriptors one message may carry. */
+#define EFI_CTL_MAX_FDS 16
+
+/* Default socket path; $EFI_SOCKET overrides for clients. */
+#define EFI_CTL_DEFAULT_SOCKET "/run/efi/efid.sock"
+
+enum efi_ctl_type {
+	EFI_CTL_REPLY = 0x0001,    /* server → client: the answer to one request */
+	EFI_CTL_HELLO = 0x0002,    /* who am I, which daemon is this */
+	EFI_CTL_ATTACH = 0x0010,   /* create (or confirm) an interface */
+	EFI_CTL_DETACH = 0x0011,   /* remove one interface, or all of an instance */
+	EFI_CTL_LIST = 0x0012,     /* instances, interfaces, GIDs, strays */
+};
+
+/*
+ * Attributes.  Which ones appear in which message is documented next to
+ * each; unknown attribute numbers are ignored by receivers (so new optional
+ * fields can be added), known ones are strictly validated.
+ */
+enum efi_ctl_attr {
+	EFI_A_UNSPEC = 0,
+	/* reply header */
+	EFI_A_STATUS = 1,       /* i32: 0 or a negative errno */
+	EFI_A_ERROR = 2,        /* str: human message saying what was wrong and what to do */
+	/* identity */
+	EFI_A_CLIENT = 3,       /* str: client program name, for logs */
+	EFI_A_SERVER_VERSION = 4, /* str: efid package version */
+	EFI_A_HOST_ID = 5,      /* str: this efid's host id (uuid) */
+	EFI_A_CALLER_INSTANCE = 6, /* str: instance the caller lives in, if any */
+	EFI_A_CAN_MUTATE = 7,   /* u32: 1 if the caller may attach/detach */
+	/* interface fields (top level in ATTACH/DETACH/LIST requests, inside
+	 * EFI_A_IFACE nests in replies) */
+	EFI_A_INSTANCE = 10,    /* str: instance name (netns /run/netns/NAME) */
+	EFI_A_IFNAME = 11,      /* str: interface name inside the instance */
+	EFI_A_ADDRESS = 12,     /* str, repeated: "10.0.0.5/24", "fd00::5/64" */
+	EFI_A_UPLINK = 13,      /* str: bridge (veth) or parent device (macvlan) */
+	EFI_A_MTU = 14,         /* u32: 0 = default */
+	EFI_A_KIND = 15,        /* str: "veth" | "macvlan" */
+	EFI_A_HOST_IFNAME = 16, /* str: the host-side device name */
+	EFI_A_STATE = 17,       /* str: "attached" | "missing" */
+	EFI_A_LINK = 18,        /* str: "up" | "down" | "no-carrier" | "missing" */
+	EFI_A_GID = 19,         /* nest, repeated: EFI_A_GID_INDEX + EFI_A_GID_VALUE */
+	EFI_A_GID_INDEX = 20,   /* u32 */
+	EFI_A_GID_VALUE = 21,   /* bin[16]: the GID, network order */
+	EFI_A_IFINDEX = 22,     /* u32: ifindex inside the instance, 0 if missing */
+	EFI_A_FLAGS = 23,       /* u32: request flags, EFI_F_* */
+	EFI_A_RESULT = 24,      /* u32: EFI_R_* */
+	EFI_A_COUNT = 25,       /* u32 */
+	/* list replies */
+	EFI_A_IFACE = 30,       /* nest, repeated: one interface */
+	EFI_A_INSTANCE_ENTRY = 31, /* nest, repeated: EFI_A_INSTANCE + EFI_A_NETNS */
+	EFI_A_NETNS = 32,       /* str: "present" | "missing" */
+	EFI_A_STRAY = 33,       /* nest, repeated: a device efid made but has no record of;
+	                           EFI_A_HOST_IFNAME, optional EFI_A_INSTANCE/EFI_A_IFNAME */
+	EFI_A_MAX,
+};
+
+/* EFI_A_FLAGS bits */
+#define EFI_F_ALL 0x1u          /* DETACH: every interface of the instance */
+
+/* EFI_A_RESULT values */
+enum efi_ctl_result {
+	EFI_R_CREATED = 1,    /* ATTACH made a new interface */
+	EFI_R_UNCHANGED = 2,  /* ATTACH: it already existed exactly as asked */
+	EFI_R_REPAIRED = 3,   /* ATTACH: the record existed, the kernel side was re-created */
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * efid.conf: the daemon's settings, with embedded defaults so that a missing
+ * file is fine (an unreadable or malformed one is not).
+ *
+ *   [Daemon]
+ *   LogLevel=info
+ *   [Control]
+ *   Group=efi              # members may attach/detach (root always may)
+ *   [Interfaces]
+ *   Directory=/etc/efi/interfaces.d   # applied at start, like `efictl apply`
+ *   Repair=yes             # re-create interfaces found missing
+ *   DefaultUplink=         # bridge used when attach names none
+ *   DefaultMTU=0           # 0: the kernel's default
+ *   DefaultKind=veth
+ */
+#ifndef EFID_CONFIG_H
+#define EFID_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define EFID_DEFAULT_CONFIG SYSCONFDIR "/efi/efid.conf"
+
+struct efid_config {
+	int log_level;               /* LOG_* ; -1 when not set in the file */
+	char group[64];              /* "" = root only */
+	char iface_dir[4096];        /* "" = none */
+	bool repair;
+	char default_uplink[16];
+	uint32_t default_mtu;
+	char default_kind[16];
+};
+
+/* Fills the embedded defaults. */
+void efid_config_defaults(struct efid_config *c);
+
+/*
+ * Loads path over the defaults already in *c.  A missing file is not an error
+ * when missing_ok (returns 0, *c unchanged).  Returns 0, or -EINVAL with
+ * "PATH:LINE: what is wrong" in err for a malformed file (unknown sections
+ * or keys are errors too: a typo must not be silently ignored), or -errno
+ * when it cannot be read.
+ */
+int efid_config_load(struct efid_config *c, const char *path, bool missing_ok, char *err,
+		     size_t errlen);
+/* The same from memory, for tests and the fuzzer. */
+int efid_config_parse(struct efid_config *c, const char *name, const char *text, size_t len,
+		      char *err, size_t errlen);
+
+#endif
