@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Request handlers.  Each request's attributes are checked against a policy
+ * before use; rights are checked before anything is looked up, so that a
+ * caller without them learns nothing.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ctlproto.h"
+#include "efid.h"
+#include "handlers.h"
+#include "iface.h"
+#include "log.h"
+#include "store.h"
+
+#define NETNS_RUN_DIR "/run/netns"
+
+#define POLICY_SIZE EFI_A_MAX
+
+static const struct ctl_policy request_policy[POLICY_SIZE] = {
+	[EFI_A_CLIENT] = { .kind = CTL_STR, .maxlen = 255 },
+	[EFI_A_INSTANCE] = { .kind = CTL_STR, .minlen = 1, .maxlen = EFI_INSTANCE_MAX },
+	[EFI_A_IFNAME] = { .kind = CTL_STR, .maxlen = EFI_IFNAME_MAX },
+	[EFI_A_ADDRESS] = { .kind = CTL_STR, .multi = true, .minlen = 1, .maxlen = 64 },
+	[EFI_A_UPLINK] = { .kind = CTL_STR, .maxlen = EFI_IFNAME_MAX },
+	[EFI_A_MTU] = { .kind = CTL_U32 },
+	[EFI_A_KIND] = { .kind = CTL_STR, .maxlen = 15 },
+	[EFI_A_FLAGS] = { .kind = CTL_U32 },
+};
+
+/* Resolves efid.conf's [Control] Group each time: groups can be created
+ * after efid started. */
+static bool mutate_group(const struct efid *d, gid_t *gid)
+{
+	if (!d->config.group[0])
+		return false;
+	struct group *g = getgrnam(d->config.group);
+	if (!g)
+		return false;
+	*gid = g->gr_gid;
+	return true;
+}
+
+static int check_mutate(struct efid *d, const struct peer *p, char *err, size_t errlen)
+{
+	gid_t gid = 0;
+	bool have = mutate_group(d, &gid);
+	if (auth_can_mutate(p, have, gid))
+		return 0;
+	if (!p->host)
+		snprintf(err, errlen,
+			 "permission denied: processes inside an instance may not attach or detach interfaces; run efictl on the host");
+	else if (d->config.group[0])
+		snprintf(err, errlen,
+			 "permission denied: attach and detach need root or membership in group '%s' (efid.conf [Control] Group=)",
+			 d->config.group);
+	else
+		snprintf(err, errlen,
+			 "permission denied: attach and detach need root (or set [Control] Group= in efid.conf and join that group)");
+	return -EPERM;
+}
+
+/* An instance client may only name its own instance; returns the filter to
+ * use (NULL: no filter, host clients) or sets *deny. */
+static const char *visible_instance(const struct peer *p, const char *asked, bool *deny)
+{
+	*deny = false;
+	if (p->host)
+		return asked;
+	if (!p->instance[0] || (asked && strcmp(asked, p->instance) != 0)) {
+		*deny = true;
+		return NULL;
+	}
+	return p->instance;
+}
+
+static void put_iface(struct efid *d, struct ctl_buf *b, const struct store_iface *it)
+{
+	size_t nest = ctl_nest_begin(b, EFI_A_IFACE);
+	char text[INET6_ADDRSTRLEN + 8];
+
+	ctl_put_str(b, EFI_A_INSTANCE, it->spec.instance);
+	ctl_put_str(b, EFI_A_IFNAME, it->spec.name);
+	ctl_put_str(b, EFI_A_KIND, it->spec.kind);
+	ctl_put_str(b, EFI_A_STATE, it->state);
+	ctl_put_str(b, EFI_A_LINK, it->link);
+	ctl_put_u32(b, EFI_A_MTU, it->spec.mtu);
+	ctl_put_str(b, EFI_A_UPLINK, it->spec.uplink);
+	ctl_put_str(b, EFI_A_HOST_IFNAME, it->host_ifname);
+	ctl_put_u32(b, EFI_A_IFINDEX, it->ifindex);
+	for (size_t i = 0; i < it->spec.naddrs; i++)
+		ctl_put_str(b, EFI_A_ADDRESS, efi_addr_format(&it->spec.addrs[i], text, sizeof(text)));
+
+	struct store_gid gids[STORE_MAX_GIDS];
+	size_t n = 0;
+	if (store_gids_get(d->store, it->id, gids, STORE_MAX_GIDS, &n) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			size_t g = ctl_nest_begin(b, EFI_A_GID);
+			ctl_put_u32(b, EFI_A_GID_INDEX, gids[i].index);
+			ctl_put(b, EFI_A_GID_VALUE, gids[i].gid.raw, 16);
+			ctl_nest_end(b, g);
+		}
+	}
+	ctl_nest_end(b, nest);
+}
+
+static int handle_hello(struct efid *d, const struct peer *p, struct ctl_attr *tb,
+			struct ctl_buf *body, char *err, size_t errlen)
+{
+	gid_t gid = 0;
+	bool have = mutate_group(d, &gid);
+
+	if (ctl_has(tb, EFI_A_CLIENT)) {
+		const char *name;
+		ctl_attr_str(&tb[EFI_A_CLIENT], &name);
+		log_debug("hello from %s (pid %d)", name, (int)p->pid);
+	}
+	ctl_put_str(body, EFI_A_SERVER_VERSION, PACKAGE_VERSION);
+	ctl_put_str(body, EFI_A_HOST_ID, store_host_id(d->store));
+	if (p->instance[0])
+		ctl_put_str(body, EFI_A_CALLER_INSTANCE, p->instance);
+	ctl_put_u32(body, EFI_A_CAN_MUTATE, auth_can_mutate(p, have, gid) ? 1 : 0);
+	return 0;
+}
+
+static int handle_attach(struct efid *d, const struct peer *p, struct ctl_attr *tb,
+			 const uint8_t *payload, size_t len, struct ctl_buf *body, char *err,
+			 size_t errlen)
+{
+	struct efi_iface_spec spec, effective;
+	const char *s;
+	int r;
+
+	r = check_mutate(d, p, err, errlen);
+	if (r < 0)
+		return r;
+	if (!ctl_has(tb, EFI_A_INSTANCE)) {
+		snprintf(err, errlen, "attach needs an instance name");
+		return -EINVAL;
+	}
+	memset(&spec, 0, sizeof(spec));
+	ctl_attr_str(&tb[EFI_A_INSTANCE], &s);
+	snprintf(spec.instance, sizeof(spec.instance), "%s", s);
+	if (ctl_has(tb, EFI_A_IFNAME)) {
+		ctl_attr_str(&tb[EFI_A_IFNAME], &s);
+		snprintf(spec.name, sizeof(spec.name), "%s", s);
+	}
+	if (ctl_has(tb, EFI_A_UPLINK)) {
+		ctl_attr_str(&tb[EFI_A_UPLINK], &s);
+		snprintf(spec.uplink, sizeof(spec.uplink), "%s", s);
+	}
+	if (ctl_has(tb, EFI_A_KIND)) {
+		ctl_attr_str(&tb[EFI_A_KIND], &s);
+		snprintf(spec.kind, sizeof(spec.kind), "%s", s);
+	}
+	if (ctl_has(tb, EFI_A_MTU))
+		ctl_attr_u32(&tb[EFI_A_MTU], &spec.mtu);
+
+	/* Addresses repeat: walk the whole request for them. */
+	struct ctl_iter it;
+	struct ctl_attr a;
+	ctl_iter_init(&it, payload, len);
+	while (ctl_iter_next(&it, &a)) {
+		if (a.type != EFI_A_ADDRESS)
+			continue;
+		if (spec.naddrs == EFI_MAX_ADDRS) {
+			snprintf(err, errlen, "too many addresses: at most %d per interface",
+				 EFI_MAX_ADDRS);
+			return -EINVAL;
+		}
+		char why[128] = "";
+		ctl_attr_str(&a, &s);
+		if (efi_addr_parse(s, &spec.addrs[spec.naddrs], why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "invalid address '%s': %s", s, why);
+			return -EINVAL;
+		}
+		spec.naddrs++;
+	}
+
+	enum efi_ctl_result result = 0;
+	r = iface_attach(d, &spec, &effective, &result, err, errlen);
+	if (r < 0)
+		return r;
+
+	struct store_iface rec;
+	r = store_iface_get(d->store, effective.instance, effective.name, &rec);
+	if (r < 0) {
+		snprintf(err, errlen, "attached, but reading it back failed: %s", store_errmsg(d->store));
+		return r;
+	}
+	ctl_put_u32(body, EFI_A_RESULT, result);
+	put_iface(d, body, &rec);
+	log_info("attach %s/%s: %s", rec.spec.instance, rec.spec.name,
+		 result == EFI_R_CREATED ? "created" :
+		 result == EFI_R_REPAIRED ? "repaired" : "unchanged");
+	return 0;
+}
+
+static int handle_detach(struct efid *d, const struct peer *p, struct ctl_attr *tb,
+			 struct ctl_buf *body, char *err, size_t errlen)
+{
+	const char *instance, *name = NULL;
+	uint32_t flags = 0;
+	int r;
+
+	r = check_mutate(d, p, err, errlen);
+	if (r < 0)
+		return r;
+	if (!ctl_has(tb, EFI_A_INSTANCE)) {
+		snprintf(err, errlen, "detach needs an instance name");
+		return -EINVAL;
+	}
+	ctl_attr_str(&tb[EFI_A_INSTANCE], &instance);
+	if (ctl_has(tb, EFI_A_FLAGS))
+		ctl_attr_u32(&tb[EFI_A_FLAGS], &flags);
+	if (ctl_has(tb, EFI_A_IFNAME))
+		ctl_attr_str(&tb[EFI_A_IFNAME], &name);
+	if (flags & ~EFI_F_ALL) {
+		snprintf(err, errlen, "unknown detach flags 0x%x", flags & ~EFI_F_ALL);
+		return -EINVAL;
+	}
+	if ((flags & EFI_F_ALL) && name && *name) {
+		snprintf(err, errlen, "detach takes an interface name or --all, not both");
+		return -EINVAL;
+	}
+	if (flags & EFI_F_ALL) {
+		unsigned count = 0;
+		r = iface_detach_all(d, instance, &count, err, errlen);
+		if (r < 0)
+			return r;
+		ctl_put_u32(body, EFI_A_COUNT, count);
+		log_info("detach %s --all: %u interface(s)", instance, count);
+		return 0;
+	}
+	if (!name || !*name) {
+		snprintf(err, errlen, "detach needs an interface name (or --all)");
+		return -EINVAL;
+	}
+	r = iface_detach(d, instance, name, err, errlen);
+	if (r < 0)
+		return r;
+	ctl_put_u32(body, EFI_A_COUNT, 1);
+	log_info("detach %s/%s", instance, name);
+	return 0;
+}
+
+struct list_ctx {
+	struct efid *d;
+	struct ctl_buf *body;
+	const char *ifname;
+	unsigned matched;
+};
+
+static int list_instance(const char *instance, void *ud)
+{
+	struct list_ctx *lc = ud;
+	char path[sizeof(NETNS_RUN_DIR) + EFI_INSTANCE_MAX + 2];
+	struct stat st;
+
+	snprintf(path, sizeof(path), NETNS_RUN_DIR "/%s", instance);
+	size_t nest = ctl_nest_begin(lc->body, EFI_A_INSTANCE_ENTRY);
+	ctl_put_str(lc->body, EFI_A_INSTANCE, instance);
+	ctl_put_str(lc->body, EFI_A_NETNS, stat(path, &st) == 0 ? "present" : "missing");
+	ctl_nest_end(lc->body, nest);
+	return 0;
+}
+
+static int list_iface(const struct store_iface *it, void *ud)
+{
+	struct list_ctx *lc = ud;
+	if (lc->ifname && strcmp(lc->ifname, it->spec.name) != 0)
+		return 0;
+	lc->matched++;
+	put_iface(lc->d, lc->body, it);
+	return lc->body->err;
+}
+
+static int count_iface(const struct store_iface *it, void *ud)
+{
+	(void)it;
+	(*(unsigned *)ud)++;
+	return 0;
+}
+
+static int handle_list(struct efid *d, const struct peer *p, struct ctl_attr *tb,
+		       struct ctl_buf *body, char *err, size_t errlen)
+{
+	const char *asked = NULL;
+	bool deny;
+	int r;
+
+	if (ctl_has(tb, EFI_A_INSTANCE))
+		ctl_attr_str(&tb[EFI_A_INSTANCE], &asked);
+	const char *instance = visible_instance(p, asked, &deny);
+	struct list_ctx lc = { .d = d, .body = body };
+	if (ctl_has(tb, EFI_A_IFNAME))
+		ctl_attr_str(&tb[EFI_A_IFNAME], &lc.ifname);
+
+	ctl_put_str(body, EFI_A_HOST_ID, store_host_id(d->store));
+	ctl_put_str(body, EFI_A_SERVER_VERSION, PACKAGE_VERSION);
+	if (deny) {
+		/* An instance (or unknown namespace) asking about another
+		 * instance: it exists or not, the caller sees nothing. */
+		if (asked) {
+			snprintf(err, errlen, "instance '%s' not found", asked);
+			return -ENOENT;
+		}
+		return 0;
+	}
+	if (instance) {
+		unsigned count = 0;
+		char path[sizeof(NETNS_RUN_DIR) + EFI_INSTANCE_MAX + 2];
+		struct stat st;
+		r = store_iface_foreach(d->store, instance, count_iface, &count);
+		if (r < 0)
+			goto store_fail;
+		snprintf(path, sizeof(path), NETNS_RUN_DIR "/%s", instance);
+		if (count == 0 && stat(path, &st) < 0) {
+			snprintf(err, errlen,
+				 "instance '%s' not found: no interfaces on record and no network namespace %s",
+				 instance, path);
+			return -ENOENT;
+		}
+		list_instance(instance, &lc);
+	} else {
+		r = store_instance_foreach(d->store, list_instance, &lc);
+		if (r < 0)
+			goto store_fail;
+	}
+	r = store_iface_foreach(d->store, instance, list_iface, &lc);
+	if (r < 0)
+		goto store_fail;
+	if (lc.ifname && lc.matched == 0) {
+		snprintf(err, errlen, "interface '%s' not found%s%s", lc.ifname,
+			 instance ? " in instance " : "", instance ? instance : "");
+		return -ENOENT;
+	}
+
+	if (p->host && !instance) {
+		const struct efid_stray *strays;
+		size_t n = iface_strays(d, &strays);
+		for (size_t i = 0; i < n; i++) {
+			size_t nest = ctl_nest_begin(body, EFI_A_STRAY);
+			ctl_put_str(body, EFI_A_HOST_IFNAME, strays[i].host_ifname);
+			ctl_put_str(body, EFI_A_INSTANCE, strays[i].instance);
+			ctl_put_str(body, EFI_A_IFNAME, strays[i].ifname);
+			ctl_nest_end(body, nest);
+		}
+	}
+	return 0;
+store_fail:
+	if (r == -EMSGSIZE)
+		snprintf(err, errlen, "the listing is too large for one reply; ask for one instance");
+	else
+		snprintf(err, errlen, "cannot read the state database: %s", store_errmsg(d->store));
+	return r;
+}
+
+int handle_request(struct efid *d, const struct peer *peer, uint16_t type, const uint8_t *payload,
+		   size_t len, struct ctl_buf *body, char *err, size_t errlen)
+{
+	struct ctl_attr tb[POLICY_SIZE];
+	uint16_t bad = 0;
+
+	switch (type) {
+	case EFI_CTL_HELLO:
+	case EFI_CTL_ATTACH:
+	case EFI_CTL_DETACH:
+	case EFI_CTL_LIST:
+		break;
+	default:
+		snprintf(err, errlen,
+			 "unknown request type 0x%04x: this efid (%s) speaks control protocol %d; is the client newer than efid?",
+			 type, PACKAGE_VERSION, EFI_CTL_VERSION);
+		return -EOPNOTSUPP;
+	}
+	if (ctl_parse(payload, len, request_policy, POLICY_SIZE, tb, &bad) < 0) {
+		if (bad)
+			snprintf(err, errlen, "malformed request: attribute %u has a wrong type, length or is repeated", bad);
+		else
+			snprintf(err, errlen, "malformed request: the attribute stream is truncated or overruns the message");
+		return -EBADMSG;
+	}
+	switch (type) {
+	case EFI_CTL_HELLO:
+		return handle_hello(d, peer, tb, body, err, errlen);
+	case EFI_CTL_ATTACH:
+		return handle_attach(d, peer, tb, payload, len, body, err, errlen);
+	case EFI_CTL_DETACH:
+		return handle_detach(d, peer, tb, body, err, errlen);
+	default:
+		return handle_list(d, peer, tb, body, err, errlen);
+	}
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Request handlers: one per message type.  Each validates every attribute
+ * against a policy, checks the caller's rights, and either succeeds
+ * completely or changes nothing.
+ */
+#ifndef EFID_HANDLERS_H
+#define EFID_HANDLERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "auth.h"
+#include "ctlmsg.h"
+
+struct efid;
+
+/*
+ * Handles one request of type `type` with attributes payload[0..len).
+ * Appends the reply's result attributes to body (a message begun by the
+ * caller).  Returns 0, or a negative errno with a message in err that says
+ * what was wrong and what to do.
+ */
+int handle_request(struct efid *d, const struct peer *peer, uint16_t type, const uint8_t *payload,
+		   size_t len, struct ctl_buf *body, char *err, size_t errlen);
+
+#endif
