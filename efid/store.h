@@ -89,7 +89,9 @@ int store_iface_find_address(struct store *s, const struct efi_addr *ip, struct 
 /* Finds the interface whose host_ifname is name.  -ENOENT when none. */
 int store_iface_find_host_ifname(struct store *s, const char *host_ifname,
 				 struct store_iface *out);
-/* Inserts (instance row ensured); sets in->id.  -EEXIST on a name clash. */
+/* Inserts (instance row ensured); sets in->id, and fills in state
+ * ("attached"), link ("missing") and created_at (now) when left 0/"".
+ * -EEXIST on a name clash (or a host_ifname already recorded); atomic. */
 int store_iface_insert(struct store *s, struct store_iface *in);
 /* Deletes the interface, its addresses and GIDs.  -ENOENT when absent. */
 int store_iface_delete(struct store *s, int64_t id);
