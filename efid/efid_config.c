@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/* efid.conf: embedded defaults, then the file over them (see efid_config.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "efid_config.h"
+#include "ifacespec.h"
+#include "ini.h"
+#include "log.h"
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+void efid_config_defaults(struct efid_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->log_level = -1;
+	c->group[0] = '\0';
+	snprintf(c->iface_dir, sizeof(c->iface_dir), "%s", SYSCONFDIR "/efi/interfaces.d");
+	c->repair = true;
+	c->default_uplink[0] = '\0';
+	c->default_mtu = 0;
+	snprintf(c->default_kind, sizeof(c->default_kind), "veth");
+}
+
+/* Group names as useradd accepts them: [A-Za-z0-9_.-], not starting with '-',
+ * with an optional trailing '$'.  Resolving the name is efid's job at start. */
+static bool group_name_valid(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > max || s[0] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+		bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+			  (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-' ||
+			  (ch == '$' && i == n - 1);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+static int parse_mtu(const char *v, uint32_t *out)
+{
+	uint32_t m = 0;
+	if (!*v)
+		return -EINVAL;
+	for (const char *p = v; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		m = m * 10 + (uint32_t)(*p - '0');
+		if (m > EFI_MTU_MAX)
+			return -EINVAL;
+	}
+	if (m != 0 && m < EFI_MTU_MIN)
+		return -EINVAL;
+	*out = m;
+	return 0;
+}
+
+static int daemon_key(struct efid_config *c, const char *key, const char *value, char *err,
+		      size_t errlen)
+{
+	if (strcasecmp(key, "LogLevel") == 0) {
+		int l = log_level_from_string(value);
+		if (l < 0) {
+			set_err(err, errlen,
+				"LogLevel='%.32s' is invalid: use error, warning, notice, info or debug",
+				value);
+			return -EINVAL;
+		}
+		c->log_level = l;
+		return 0;
+	}
+	set_err(err, errlen, "unknown key %.64s= in [Daemon]; known keys: LogLevel", key);
+	return -EINVAL;
+}
+
+static int control_key(struct efid_config *c, const char *key, const char *value, char *err,
+		       size_t errlen)
+{
+	if (strcasecmp(key, "Group") == 0) {
+		/* Empty: only root may mutate. */
+		if (*value && !group_name_valid(value, sizeof(c->group) - 1)) {
+			set_err(err, errlen, "Group='%.64s' is not a valid group name", value);
+			return -EINVAL;
+		}
+		snprintf(c->group, sizeof(c->group), "%s", value);
+		return 0;
+	}
+	set_err(err, errlen, "unknown key %.64s= in [Control]; known keys: Group", key);
+	return -EINVAL;
+}
+
+static int interfaces_key(struct efid_config *c, const char *key, const char *value, char *err,
+			  size_t errlen)
+{
+	if (strcasecmp(key, "Directory") == 0) {
+		/* Empty: apply no directory at start. */
+		if (*value && value[0] != '/') {
+			set_err(err, errlen, "Directory='%.64s' must be an absolute path", value);
+			return -EINVAL;
+		}
+		if (strlen(value) >= sizeof(c->iface_dir)) {
+			set_err(err, errlen, "Directory= is too long");
+			return -EINVAL;
+		}
+		snprintf(c->iface_dir, sizeof(c->iface_dir), "%s", value);
+		return 0;
+	}
+	if (strcasecmp(key, "Repair") == 0) {
+		int b = ini_parse_bool(value);
+		if (b < 0) {
+			set_err(err, errlen, "Repair='%.32s' is invalid: use yes or no", value);
+			return -EINVAL;
+		}
+		c->repair = b;
+		return 0;
+	}
+	if (strcasecmp(key, "DefaultUplink") == 0) {
+		if (*value && !efi_ifname_valid(value)) {
+			set_err(err, errlen, "DefaultUplink='%.64s' is not a valid device name",
+				value);
+			return -EINVAL;
+		}
+		snprintf(c->default_uplink, sizeof(c->default_uplink), "%s", value);
+		return 0;
+	}
+	if (strcasecmp(key, "DefaultMTU") == 0) {
+		if (parse_mtu(value, &c->default_mtu)) {
+			set_err(err, errlen,
+				"DefaultMTU='%.32s' is invalid: use %d..%d, or 0 for the kernel's default",
+				value, EFI_MTU_MIN, EFI_MTU_MAX);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (strcasecmp(key, "DefaultKind") == 0) {
+		if (strcmp(value, "veth") != 0 && strcmp(value, "macvlan") != 0) {
+			set_err(err, errlen, "DefaultKind='%.32s' is invalid: use veth or macvlan",
+				value);
+			return -EINVAL;
+		}
+		snprintf(c->default_kind, sizeof(c->default_kind), "%s", value);
+		return 0;
+	}
+	set_err(err, errlen,
+		"unknown key %.64s= in [Interfaces]; known keys: Directory, Repair, "
+		"DefaultUplink, DefaultMTU, DefaultKind",
+		key);
+	return -EINVAL;
+}
+
+static int config_cb(void *userdata, const char *section, const char *key, const char *value,
+		     unsigned line, char *err, size_t errlen)
+{
+	struct efid_config *c = userdata;
+
+	if (strcasecmp(section, "Daemon") == 0)
+		return daemon_key(c, key, value, err, errlen);
+	if (strcasecmp(section, "Control") == 0)
+		return control_key(c, key, value, err, errlen);
+	if (strcasecmp(section, "Interfaces") == 0)
+		return interfaces_key(c, key, value, err, errlen);
+	if (section[0])
+		set_err(err, errlen,
+			"unknown section [%.64s]; known sections: Daemon, Control, Interfaces",
+			section);
+	else
+		set_err(err, errlen, "%.64s= outside a section; put it under [Daemon], "
+				     "[Control] or [Interfaces]",
+			key);
+	return -EINVAL;
+}
+
+int efid_config_parse(struct efid_config *c, const char *name, const char *text, size_t len,
+		      char *err, size_t errlen)
+{
+	/* Parse into a copy, so that a bad file leaves *c as it was. */
+	struct efid_config tmp = *c;
+	int r = ini_parse(name, text, len, config_cb, &tmp, err, errlen);
+	if (r == 0)
+		*c = tmp;
+	return r;
+}
+
+int efid_config_load(struct efid_config *c, const char *path, bool missing_ok, char *err,
+		     size_t errlen)
+{
+	struct efid_config tmp = *c;
+	int r = ini_parse_file(path, config_cb, &tmp, err, errlen);
+	if (r == -ENOENT && missing_ok) {
+		if (err && errlen)
+			err[0] = '\0';
+		return 0;
+	}
+	if (r == 0)
+		*c = tmp;
+	return r;
+}

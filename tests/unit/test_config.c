@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/* efid.conf: defaults, every key, and hostile files. */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "efid_config.h"
+
+static int parse(struct efid_config *c, const char *t, char *err, size_t errlen)
+{
+	return efid_config_parse(c, "efid.conf", t, strlen(t), err, errlen);
+}
+
+START_TEST(defaults)
+{
+	struct efid_config c;
+	memset(&c, 0x77, sizeof(c));
+	efid_config_defaults(&c);
+	ck_assert_int_eq(c.log_level, -1);
+	ck_assert_str_eq(c.group, "");
+	ck_assert_str_eq(c.iface_dir, SYSCONFDIR "/efi/interfaces.d");
+	ck_assert(c.repair);
+	ck_assert_str_eq(c.default_uplink, "");
+	ck_assert_uint_eq(c.default_mtu, 0);
+	ck_assert_str_eq(c.default_kind, "veth");
+}
+END_TEST
+
+START_TEST(every_key)
+{
+	struct efid_config c;
+	char err[256];
+	efid_config_defaults(&c);
+	const char *t = "# efid.conf\n"
+			"[Daemon]\n"
+			"LogLevel=debug\n"
+			"[control]\n"
+			"group=efi   # who may attach\n"
+			"[INTERFACES]\n"
+			"Directory=/srv/efi/ifaces\n"
+			"Repair=no\n"
+			"DefaultUplink=br-efi\n"
+			"DefaultMTU=9000\n"
+			"DefaultKind=macvlan\n";
+	ck_assert_int_eq(parse(&c, t, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.log_level, LOG_DEBUG);
+	ck_assert_str_eq(c.group, "efi");
+	ck_assert_str_eq(c.iface_dir, "/srv/efi/ifaces");
+	ck_assert(!c.repair);
+	ck_assert_str_eq(c.default_uplink, "br-efi");
+	ck_assert_uint_eq(c.default_mtu, 9000);
+	ck_assert_str_eq(c.default_kind, "macvlan");
+
+	/* Later keys win; empty values reset where that means something. */
+	ck_assert_int_eq(parse(&c, "[Control]\nGroup=\n[Interfaces]\nDirectory=\nRepair=on\n"
+				   "DefaultMTU=0\nDefaultUplink=\nLogLevel=x\n",
+			       err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_str_eq(c.group, "efi"); /* untouched after an error */
+	ck_assert_int_eq(parse(&c, "[Control]\nGroup=\n[Interfaces]\nDirectory=\nRepair=on\n"
+				   "DefaultMTU=0\nDefaultUplink=\nRepair=0\n",
+			       err, sizeof(err)),
+			 0);
+	ck_assert_str_eq(c.group, "");
+	ck_assert_str_eq(c.iface_dir, "");
+	ck_assert(!c.repair);
+	ck_assert_uint_eq(c.default_mtu, 0);
+	ck_assert_str_eq(c.default_uplink, "");
+}
+END_TEST
+
+START_TEST(empty_text)
+{
+	struct efid_config c, d;
+	char err[64];
+	efid_config_defaults(&c);
+	efid_config_defaults(&d);
+	ck_assert_int_eq(parse(&c, "", err, sizeof(err)), 0);
+	ck_assert_int_eq(parse(&c, "\n# only comments\n\n", err, sizeof(err)), 0);
+	ck_assert_int_eq(memcmp(&c, &d, sizeof(c)), 0);
+}
+END_TEST
+
+static void expect_bad(const char *t, const char *want)
+{
+	struct efid_config c, before;
+	char err[512];
+	efid_config_defaults(&c);
+	before = c;
+	err[0] = '\0';
+	ck_assert_msg(parse(&c, t, err, sizeof(err)) == -EINVAL, "accepted: %s", t);
+	ck_assert_msg(strstr(err, want) != NULL, "message '%s' lacks '%s'", err, want);
+	ck_assert_msg(memcmp(&c, &before, sizeof(c)) == 0, "config changed on error");
+}
+
+START_TEST(hostile)
+{
+	char t[8192];
+	expect_bad("LogLevel=info\n", "efid.conf:1: LogLevel= outside a section");
+	expect_bad("[Deamon]\nLogLevel=info\n", "efid.conf:2: unknown section [Deamon]");
+	expect_bad("[Daemon]\nLogLevl=info\n", "efid.conf:2: unknown key LogLevl=");
+	expect_bad("[Daemon]\nLogLevel=loud\n", "LogLevel='loud' is invalid");
+	expect_bad("[Daemon]\nLogLevel=\n", "is invalid");
+	expect_bad("[Control]\nGroup=wheel staff\n", "not a valid group name");
+	expect_bad("[Control]\nGroup=../x\n", "not a valid group name");
+	expect_bad("[Control]\nGroup=-x\n", "not a valid group name");
+	expect_bad("[Control]\nGroup=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+		   "not a valid group name");
+	expect_bad("[Control]\nUser=root\n", "unknown key User=");
+	expect_bad("[Interfaces]\nRepair=maybe\n", "efid.conf:2: Repair='maybe' is invalid");
+	expect_bad("[Interfaces]\nRepair=\n", "is invalid");
+	expect_bad("[Interfaces]\nDefaultMTU=100\n", "DefaultMTU='100' is invalid");
+	expect_bad("[Interfaces]\nDefaultMTU=70000\n", "is invalid");
+	expect_bad("[Interfaces]\nDefaultMTU=1500x\n", "is invalid");
+	expect_bad("[Interfaces]\nDefaultMTU=\n", "is invalid");
+	expect_bad("[Interfaces]\nDefaultMTU=99999999999999999999999999\n", "is invalid");
+	expect_bad("[Interfaces]\nDefaultKind=VETH\n", "DefaultKind='VETH' is invalid");
+	expect_bad("[Interfaces]\nDefaultKind=\n", "is invalid");
+	expect_bad("[Interfaces]\nDefaultUplink=br/0\n", "not a valid device name");
+	expect_bad("[Interfaces]\nDefaultUplink=averyveryverylongname\n", "not a valid device name");
+	expect_bad("[Interfaces]\nDirectory=relative/dir\n", "must be an absolute path");
+	expect_bad("[Interfaces\nRepair=yes\n", "efid.conf:1: section header");
+	expect_bad("[Interfaces]\nRepair yes\n", "efid.conf:2: expected");
+
+	/* Overlong line. */
+	size_t off = (size_t)snprintf(t, sizeof(t), "[Daemon]\n# ");
+	memset(t + off, 'x', sizeof(t) - off - 1);
+	t[sizeof(t) - 1] = '\0';
+	expect_bad(t, "efid.conf:2: line longer than");
+}
+END_TEST
+
+START_TEST(nul_byte)
+{
+	struct efid_config c;
+	char err[256];
+	const char t[] = "[Daemon]\nLogLevel=info\0debug\n";
+	efid_config_defaults(&c);
+	ck_assert_int_eq(efid_config_parse(&c, "efid.conf", t, sizeof(t) - 1, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "efid.conf:2: NUL byte"));
+	ck_assert_int_eq(c.log_level, -1);
+}
+END_TEST
+
+START_TEST(load_files)
+{
+	struct efid_config c;
+	char err[512];
+	char dir[] = "/tmp/test_config.XXXXXX";
+	char path[600], notdir[700];
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/efid.conf", dir);
+
+	/* Missing: fine when missing_ok, -ENOENT with a message otherwise. */
+	efid_config_defaults(&c);
+	ck_assert_int_eq(efid_config_load(&c, path, true, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.log_level, -1);
+	ck_assert_int_eq(efid_config_load(&c, path, false, err, sizeof(err)), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, path));
+	ck_assert_ptr_nonnull(strstr(err, "No such file"));
+
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("[Daemon]\nLogLevel=warning\n[Control]\nGroup=efi\n", f);
+	fclose(f);
+	ck_assert_int_eq(efid_config_load(&c, path, false, err, sizeof(err)), 0);
+	ck_assert_int_eq(c.log_level, LOG_WARNING);
+	ck_assert_str_eq(c.group, "efi");
+
+	/* A malformed file is an error even when a missing one would be fine. */
+	f = fopen(path, "w");
+	fputs("[Daemon]\nLogLevel=warning\nbogus\n", f);
+	fclose(f);
+	efid_config_defaults(&c);
+	ck_assert_int_eq(efid_config_load(&c, path, true, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(c.log_level, -1);
+	char want[700];
+	snprintf(want, sizeof(want), "%s:3:", path);
+	ck_assert_ptr_nonnull(strstr(err, want));
+
+	/* Unreadable paths: a directory, and a path through a regular file. */
+	ck_assert_int_eq(efid_config_load(&c, dir, true, err, sizeof(err)), -EISDIR);
+	ck_assert_ptr_nonnull(strstr(err, dir));
+	snprintf(notdir, sizeof(notdir), "%s/efid.conf", path);
+	ck_assert_int_eq(efid_config_load(&c, notdir, true, err, sizeof(err)), -ENOTDIR);
+	ck_assert_ptr_nonnull(strstr(err, notdir));
+
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+static Suite *config_suite(void)
+{
+	Suite *s = suite_create("efid_config");
+	TCase *tc = tcase_create("config");
+	tcase_add_test(tc, defaults);
+	tcase_add_test(tc, every_key);
+	tcase_add_test(tc, empty_text);
+	tcase_add_test(tc, hostile);
+	tcase_add_test(tc, nul_byte);
+	tcase_add_test(tc, load_files);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(config_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
