@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * efictl: the operator CLI.  efictl.c parses the global options and
+ * dispatches to one function per subcommand (attach.c, detach.c, ...);
+ * ipc.c talks to efid, model.c turns replies into structs and prints them,
+ * json.c writes --json output.
+ */
+#ifndef EFICTL_EFICTL_H
+#define EFICTL_EFICTL_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ctlclient.h"
+#include "gid.h"
+#include "json.h"
+
+/* Exit codes: part of the interface scripts rely on (efictl --help and
+ * docs/efictl.md list them). */
+enum efictl_exit {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,        /* efid error, store busy/full, protocol error */
+	EXIT_USAGE = 2,       /* usage error, invalid argument or file (EINVAL) */
+	EXIT_NOT_FOUND = 3,   /* instance, interface or uplink missing (ENOENT) */
+	EXIT_CONFLICT = 4,    /* name or address taken (EEXIST) */
+	EXIT_PERMISSION = 5,  /* EPERM/EACCES */
+	EXIT_UNREACHABLE = 6, /* efid not running, or did not answer in time */
+};
+
+struct efictl {
+	const char *socket_path;   /* --socket, else ctl_default_socket_path() */
+	bool json;
+	int timeout_ms;            /* -1: wait forever */
+	struct ctl_client *client; /* connected lazily by ipc.c */
+	int stop_exit;             /* see efictl_getopt */
+};
+
+/* ---- global options, shared by every subcommand's getopt table -------- */
+
+enum { OPT_SOCKET = 0x100, OPT_JSON, OPT_TIMEOUT, OPT_HELP };
+#define EFICTL_GLOBAL_OPTIONS                                      \
+	{ "socket", required_argument, NULL, OPT_SOCKET },         \
+	{ "json", no_argument, NULL, OPT_JSON },                   \
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },       \
+	{ "help", no_argument, NULL, OPT_HELP }
+
+/*
+ * Runs getopt_long over a subcommand's arguments (argv[0] is the command
+ * name), handling the global options and reporting unknown options and
+ * missing arguments.  Returns the next subcommand option character, -1 at
+ * the end of the options (optind then indexes the first operand), or
+ * EFICTL_OPT_STOP when the command must end now with ctx->stop_exit (a usage
+ * error was reported, or --help printed).
+ */
+#define EFICTL_OPT_STOP (-2)
+int efictl_getopt(struct efictl *ctx, int argc, char **argv, const char *shortopts,
+		  const struct option *longopts);
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* Prints "efictl: MESSAGE" to stderr and, with --json, the error document
+ * on stdout.  code is the JSON code ("usage", "not-found", ...), err the
+ * errno (positive).  Returns exit. */
+int efictl_report(struct efictl *ctx, int exit, const char *code, int err, const char *fmt,
+		  ...) __attribute__((format(printf, 5, 6)));
+/* A usage error for command cmd: message plus "see efictl CMD --help". */
+int efictl_usage_error(struct efictl *ctx, const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Maps a positive errno to the exit code and JSON code efictl uses. */
+int efictl_exit_for_errno(int err);
+const char *efictl_code_for_errno(int err);
+/* Prints a subcommand's usage text (from the dispatch table). */
+void efictl_print_command_usage(FILE *f, const char *cmd);
+
+/* ---- talking to efid (ipc.c) ------------------------------------------- */
+
+/* Sends req and waits for the reply, without printing.  Returns 0 (rep
+ * filled; rep->status may still be an error) or a negative errno from the
+ * transport (connect, timeout, malformed reply). */
+int ipc_request(struct efictl *ctx, struct ctl_buf *req, struct ctl_reply *rep);
+/* Like ipc_request, but reports every failure (transport or efid's status)
+ * and returns its exit code; 0 when efid said yes.  what names the request
+ * in messages ("attach vm1"). */
+int ipc_call(struct efictl *ctx, struct ctl_buf *req, struct ctl_reply *rep, const char *what);
+/* Reports a transport error from ipc_request; returns the exit code. */
+int ipc_report_transport(struct efictl *ctx, int err);
+/* Reports a failed reply (status < 0); returns the exit code. */
+int ipc_report_status(struct efictl *ctx, const struct ctl_reply *rep, const char *what);
+void ipc_close(struct efictl *ctx);
+
+/* ---- replies as structs (model.c) ------------------------------------- */
+
+struct ec_gid {
+	uint32_t index;
+	union efi_gid gid;
+};
+
+/* One interface.  Strings point into the reply's buffer; NULL when absent. */
+struct ec_iface {
+	const char *instance, *name, *kind, *state, *link, *uplink, *host_ifname;
+	uint32_t mtu, ifindex;
+	bool has_mtu, has_ifindex;
+	const char **addrs;
+	size_t naddrs;
+	struct ec_gid *gids;
+	size_t ngids;
+};
+
+struct ec_instance {
+	const char *name;
+	const char *netns; /* "present" | "missing" | NULL when not listed */
+};
+
+struct ec_stray {
+	const char *host_ifname, *instance, *ifname;
+};
+
+struct ec_listing {
+	const char *host_id, *server_version;
+	struct ec_instance *instances;
+	size_t ninstances;
+	struct ec_iface *ifaces;
+	size_t nifaces;
+	struct ec_stray *strays;
+	size_t nstrays;
+};
+
+/* Parses one EFI_A_IFACE nest.  Returns 0 or -EBADMSG / -ENOMEM. */
+int ec_iface_parse(const struct ctl_attr *nest, struct ec_iface *out);
+void ec_iface_free(struct ec_iface *i);
+/* Parses a LIST reply.  Instances named only by interfaces are added, so
+ * every interface has its instance.  Returns 0 or -EBADMSG / -ENOMEM. */
+int ec_listing_parse(const struct ctl_reply *rep, struct ec_listing *out);
+void ec_listing_free(struct ec_listing *l);
+
+/* The interface object of the JSON schema. */
+void ec_iface_json(struct json *j, const struct ec_iface *i);
+/* The status/list document body: host_id, efid_version, instances, strays. */
+void ec_listing_json(struct json *j, const struct ec_listing *l);
+/* The detailed human view of one interface, indented by indent spaces. */
+void ec_iface_print(FILE *f, const struct ec_iface *i, int indent);
+
+/* ---- subcommands ------------------------------------------------------- */
+
+int cmd_attach(struct efictl *ctx, int argc, char **argv);
+int cmd_detach(struct efictl *ctx, int argc, char **argv);
+int cmd_list(struct efictl *ctx, int argc, char **argv);
+int cmd_status(struct efictl *ctx, int argc, char **argv);
+int cmd_apply(struct efictl *ctx, int argc, char **argv);
+int cmd_version(struct efictl *ctx, int argc, char **argv);
+int cmd_help(struct efictl *ctx, int argc, char **argv);
+
+struct efi_iface_spec;
+/* Sends ATTACH for spec.  Returns 0 when efid answered: rep->status then
+ * says whether it attached, and on success *result and *iface (pointing into
+ * rep) are filled.  Otherwise a negative errno from the transport, or
+ * -EBADMSG for a malformed reply (rep is then freed). */
+int attach_request(struct efictl *ctx, const struct efi_iface_spec *spec, struct ctl_reply *rep,
+		   enum efi_ctl_result *result, struct ec_iface *iface);
+/* "created" | "unchanged" | "repaired" */
+const char *attach_result_name(enum efi_ctl_result r);
+
+/* Sends LIST with optional filters and parses the reply.  what names the
+ * command in messages.  Returns 0 or an exit code after reporting. */
+int efictl_fetch_listing(struct efictl *ctx, const char *what, const char *instance,
+			 const char *ifname, struct ctl_reply *rep, struct ec_listing *out);
+
+#endif

@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Replies as structs, and the two ways efictl prints them: the JSON schema
+ * (docs/efictl.md) and the human view.  Parsing is strict: every attribute
+ * efictl knows is checked against a policy, strings must be printable, and
+ * anything else makes the whole reply malformed (-EBADMSG) rather than half
+ * shown.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "efictl.h"
+
+static const struct ctl_policy iface_policy[EFI_A_MAX] = {
+	[EFI_A_INSTANCE] = { .kind = CTL_STR, .minlen = 1, .maxlen = 255 },
+	[EFI_A_IFNAME] = { .kind = CTL_STR, .minlen = 1, .maxlen = 63 },
+	[EFI_A_KIND] = { .kind = CTL_STR, .maxlen = 31 },
+	[EFI_A_STATE] = { .kind = CTL_STR, .maxlen = 31 },
+	[EFI_A_LINK] = { .kind = CTL_STR, .maxlen = 31 },
+	[EFI_A_MTU] = { .kind = CTL_U32 },
+	[EFI_A_UPLINK] = { .kind = CTL_STR, .maxlen = 63 },
+	[EFI_A_HOST_IFNAME] = { .kind = CTL_STR, .maxlen = 63 },
+	[EFI_A_IFINDEX] = { .kind = CTL_U32 },
+	[EFI_A_ADDRESS] = { .kind = CTL_STR, .multi = true, .minlen = 1, .maxlen = 63 },
+	[EFI_A_GID] = { .kind = CTL_NEST, .multi = true },
+};
+
+static const struct ctl_policy gid_policy[EFI_A_MAX] = {
+	[EFI_A_GID_INDEX] = { .kind = CTL_U32 },
+	[EFI_A_GID_VALUE] = { .kind = CTL_BIN, .minlen = 16, .maxlen = 16 },
+};
+
+static const struct ctl_policy list_policy[EFI_A_MAX] = {
+	[EFI_A_STATUS] = { .kind = CTL_I32 },
+	[EFI_A_ERROR] = { .kind = CTL_STR, .maxlen = 4096 },
+	[EFI_A_HOST_ID] = { .kind = CTL_STR, .maxlen = 255 },
+	[EFI_A_SERVER_VERSION] = { .kind = CTL_STR, .maxlen = 255 },
+	[EFI_A_INSTANCE_ENTRY] = { .kind = CTL_NEST, .multi = true },
+	[EFI_A_IFACE] = { .kind = CTL_NEST, .multi = true },
+	[EFI_A_STRAY] = { .kind = CTL_NEST, .multi = true },
+};
+
+static const struct ctl_policy instance_policy[EFI_A_MAX] = {
+	[EFI_A_INSTANCE] = { .kind = CTL_STR, .minlen = 1, .maxlen = 255 },
+	[EFI_A_NETNS] = { .kind = CTL_STR, .maxlen = 31 },
+};
+
+static const struct ctl_policy stray_policy[EFI_A_MAX] = {
+	[EFI_A_HOST_IFNAME] = { .kind = CTL_STR, .minlen = 1, .maxlen = 63 },
+	[EFI_A_INSTANCE] = { .kind = CTL_STR, .maxlen = 255 },
+	[EFI_A_IFNAME] = { .kind = CTL_STR, .maxlen = 63 },
+};
+
+/* Strings end up on terminals: printable ASCII only. */
+static bool printable(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+			return false;
+	return true;
+}
+
+/* Fetches an optional string attribute already validated by ctl_parse. */
+static int get_str(const struct ctl_attr *tb, uint16_t type, const char **out)
+{
+	*out = NULL;
+	if (!ctl_has(tb, type))
+		return 0;
+	if (ctl_attr_str(&tb[type], out) || !printable(*out))
+		return -EBADMSG;
+	return 0;
+}
+
+/* Grows *arr by one element of size sz; returns the new slot or NULL. */
+static void *grow(void *arr_ptr, size_t *n, size_t sz)
+{
+	void **arr = arr_ptr;
+	void *p = realloc(*arr, (*n + 1) * sz);
+	if (!p)
+		return NULL;
+	*arr = p;
+	memset((char *)p + *n * sz, 0, sz);
+	return (char *)p + (*n)++ * sz;
+}
+
+void ec_iface_free(struct ec_iface *i)
+{
+	if (!i)
+		return;
+	free(i->addrs);
+	free(i->gids);
+	i->addrs = NULL;
+	i->gids = NULL;
+	i->naddrs = i->ngids = 0;
+}
+
+int ec_iface_parse(const struct ctl_attr *nest, struct ec_iface *out)
+{
+	struct ctl_attr tb[EFI_A_MAX];
+	struct ctl_iter it;
+	struct ctl_attr a;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	r = ctl_parse(nest->data, nest->len, iface_policy, EFI_A_MAX, tb, NULL);
+	if (r)
+		return r;
+	if (!ctl_has(tb, EFI_A_INSTANCE) || !ctl_has(tb, EFI_A_IFNAME))
+		return -EBADMSG;
+	if (get_str(tb, EFI_A_INSTANCE, &out->instance) || get_str(tb, EFI_A_IFNAME, &out->name) ||
+	    get_str(tb, EFI_A_KIND, &out->kind) || get_str(tb, EFI_A_STATE, &out->state) ||
+	    get_str(tb, EFI_A_LINK, &out->link) || get_str(tb, EFI_A_UPLINK, &out->uplink) ||
+	    get_str(tb, EFI_A_HOST_IFNAME, &out->host_ifname))
+		return -EBADMSG;
+	out->has_mtu = ctl_attr_u32(&tb[EFI_A_MTU], &out->mtu) == 0;
+	out->has_ifindex = ctl_attr_u32(&tb[EFI_A_IFINDEX], &out->ifindex) == 0;
+
+	ctl_iter_nest(&it, nest);
+	while (ctl_iter_next(&it, &a)) {
+		if (a.type == EFI_A_ADDRESS) {
+			const char *s;
+			const char **slot;
+			if (ctl_attr_str(&a, &s) || !printable(s))
+				goto bad;
+			slot = grow(&out->addrs, &out->naddrs, sizeof(*out->addrs));
+			if (!slot)
+				goto nomem;
+			*slot = s;
+		} else if (a.type == EFI_A_GID) {
+			struct ctl_attr gtb[EFI_A_MAX];
+			struct ec_gid *g;
+			if (ctl_parse(a.data, a.len, gid_policy, EFI_A_MAX, gtb, NULL) ||
+			    !ctl_has(gtb, EFI_A_GID_INDEX) || !ctl_has(gtb, EFI_A_GID_VALUE))
+				goto bad;
+			g = grow(&out->gids, &out->ngids, sizeof(*out->gids));
+			if (!g)
+				goto nomem;
+			ctl_attr_u32(&gtb[EFI_A_GID_INDEX], &g->index);
+			memcpy(g->gid.raw, gtb[EFI_A_GID_VALUE].data, 16);
+		}
+	}
+	if (it.err)
+		goto bad;
+	return 0;
+bad:
+	ec_iface_free(out);
+	return -EBADMSG;
+nomem:
+	ec_iface_free(out);
+	return -ENOMEM;
+}
+
+void ec_listing_free(struct ec_listing *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->nifaces; i++)
+		ec_iface_free(&l->ifaces[i]);
+	free(l->ifaces);
+	free(l->instances);
+	free(l->strays);
+	memset(l, 0, sizeof(*l));
+}
+
+static struct ec_instance *find_instance(struct ec_listing *l, const char *name)
+{
+	for (size_t i = 0; i < l->ninstances; i++)
+		if (strcmp(l->instances[i].name, name) == 0)
+			return &l->instances[i];
+	return NULL;
+}
+
+static int parse_entry(struct ec_listing *l, const struct ctl_attr *a)
+{
+	struct ctl_attr tb[EFI_A_MAX];
+	const char *name, *netns;
+	if (ctl_parse(a->data, a->len, instance_policy, EFI_A_MAX, tb, NULL) ||
+	    !ctl_has(tb, EFI_A_INSTANCE) || get_str(tb, EFI_A_INSTANCE, &name) ||
+	    get_str(tb, EFI_A_NETNS, &netns))
+		return -EBADMSG;
+	if (find_instance(l, name))
+		return -EBADMSG; /* listed twice: something is wrong */
+	struct ec_instance *in = grow(&l->instances, &l->ninstances, sizeof(*in));
+	if (!in)
+		return -ENOMEM;
+	in->name = name;
+	in->netns = netns;
+	return 0;
+}
+
+static int parse_stray(struct ec_listing *l, const struct ctl_attr *a)
+{
+	struct ctl_attr tb[EFI_A_MAX];
+	struct ec_stray s;
+	if (ctl_parse(a->data, a->len, stray_policy, EFI_A_MAX, tb, NULL) ||
+	    !ctl_has(tb, EFI_A_HOST_IFNAME) || get_str(tb, EFI_A_HOST_IFNAME, &s.host_ifname) ||
+	    get_str(tb, EFI_A_INSTANCE, &s.instance) || get_str(tb, EFI_A_IFNAME, &s.ifname))
+		return -EBADMSG;
+	struct ec_stray *slot = grow(&l->strays, &l->nstrays, sizeof(*slot));
+	if (!slot)
+		return -ENOMEM;
+	*slot = s;
+	return 0;
+}
+
+int ec_listing_parse(const struct ctl_reply *rep, struct ec_listing *out)
+{
+	struct ctl_attr tb[EFI_A_MAX];
+	struct ctl_iter it;
+	struct ctl_attr a;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	r = ctl_parse(rep->payload, rep->payload_len, list_policy, EFI_A_MAX, tb, NULL);
+	if (r)
+		return r;
+	if (get_str(tb, EFI_A_HOST_ID, &out->host_id) ||
+	    get_str(tb, EFI_A_SERVER_VERSION, &out->server_version))
+		return -EBADMSG;
+
+	/* Instances first, whatever order they came in, so that interfaces
+	 * can be matched to them. */
+	ctl_iter_init(&it, rep->payload, rep->payload_len);
+	while (ctl_iter_next(&it, &a)) {
+		if (a.type == EFI_A_INSTANCE_ENTRY && (r = parse_entry(out, &a)))
+			goto fail;
+		if (a.type == EFI_A_STRAY && (r = parse_stray(out, &a)))
+			goto fail;
+	}
+	ctl_iter_init(&it, rep->payload, rep->payload_len);
+	while (ctl_iter_next(&it, &a)) {
+		if (a.type != EFI_A_IFACE)
+			continue;
+		struct ec_iface *i = grow(&out->ifaces, &out->nifaces, sizeof(*i));
+		if (!i) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		r = ec_iface_parse(&a, i);
+		if (r) {
+			out->nifaces--;
+			goto fail;
+		}
+		if (!find_instance(out, i->instance)) {
+			struct ec_instance *in = grow(&out->instances, &out->ninstances,
+						      sizeof(*in));
+			if (!in) {
+				r = -ENOMEM;
+				goto fail;
+			}
+			in->name = i->instance;
+		}
+	}
+	return 0;
+fail:
+	ec_listing_free(out);
+	return r;
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+static void json_opt_u32(struct json *j, bool has, uint32_t v)
+{
+	if (has)
+		json_u64(j, v);
+	else
+		json_null(j);
+}
+
+void ec_iface_json(struct json *j, const struct ec_iface *i)
+{
+	char buf[INET6_ADDRSTRLEN];
+	json_obj_begin(j);
+	json_key(j, "name");
+	json_str(j, i->name);
+	json_key(j, "kind");
+	json_str(j, i->kind);
+	json_key(j, "state");
+	json_str(j, i->state);
+	json_key(j, "link");
+	json_str(j, i->link);
+	json_key(j, "mtu");
+	json_opt_u32(j, i->has_mtu, i->mtu);
+	json_key(j, "uplink");
+	json_str(j, i->uplink && *i->uplink ? i->uplink : NULL);
+	json_key(j, "host_ifname");
+	json_str(j, i->host_ifname && *i->host_ifname ? i->host_ifname : NULL);
+	json_key(j, "ifindex");
+	json_opt_u32(j, i->has_ifindex, i->ifindex);
+	json_key(j, "addresses");
+	json_arr_begin(j);
+	for (size_t k = 0; k < i->naddrs; k++)
+		json_str(j, i->addrs[k]);
+	json_arr_end(j);
+	json_key(j, "gids");
+	json_arr_begin(j);
+	for (size_t k = 0; k < i->ngids; k++) {
+		json_obj_begin(j);
+		json_key(j, "index");
+		json_u64(j, i->gids[k].index);
+		json_key(j, "gid");
+		json_str(j, efi_gid_format(&i->gids[k].gid, buf, sizeof(buf)));
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_obj_end(j);
+}
+
+void ec_listing_json(struct json *j, const struct ec_listing *l)
+{
+	json_key(j, "host_id");
+	json_str(j, l->host_id);
+	json_key(j, "efid_version");
+	json_str(j, l->server_version);
+	json_key(j, "instances");
+	json_arr_begin(j);
+	for (size_t n = 0; n < l->ninstances; n++) {
+		const struct ec_instance *in = &l->instances[n];
+		json_obj_begin(j);
+		json_key(j, "name");
+		json_str(j, in->name);
+		json_key(j, "netns");
+		json_str(j, in->netns);
+		json_key(j, "interfaces");
+		json_arr_begin(j);
+		for (size_t k = 0; k < l->nifaces; k++)
+			if (strcmp(l->ifaces[k].instance, in->name) == 0)
+				ec_iface_json(j, &l->ifaces[k]);
+		json_arr_end(j);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	json_key(j, "strays");
+	json_arr_begin(j);
+	for (size_t n = 0; n < l->nstrays; n++) {
+		json_obj_begin(j);
+		json_key(j, "host_ifname");
+		json_str(j, l->strays[n].host_ifname);
+		json_key(j, "instance");
+		json_str(j, l->strays[n].instance && *l->strays[n].instance
+				    ? l->strays[n].instance
+				    : NULL);
+		json_key(j, "name");
+		json_str(j, l->strays[n].ifname && *l->strays[n].ifname ? l->strays[n].ifname
+									 : NULL);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+}
+
+/* ---- human -------------------------------------------------------------- */
+
+static const char *or_dash(const char *s)
+{
+	return s && *s ? s : "-";
+}
+
+void ec_iface_print(FILE *f, const struct ec_iface *i, int indent)
+{
+	char buf[INET6_ADDRSTRLEN];
+	int in2 = indent + 4;
+
+	fprintf(f, "%*s%s: %s, %s, link %s", indent, "", i->name, or_dash(i->kind),
+		or_dash(i->state), or_dash(i->link));
+	if (i->has_mtu && i->mtu)
+		fprintf(f, ", mtu %u", i->mtu);
+	fputc('\n', f);
+	fprintf(f, "%*s%-12s %s\n", in2, "", "uplink", or_dash(i->uplink));
+	fprintf(f, "%*s%-12s %s\n", in2, "", "host device", or_dash(i->host_ifname));
+	if (i->has_ifindex && i->ifindex)
+		fprintf(f, "%*s%-12s %u\n", in2, "", "ifindex", i->ifindex);
+	if (i->naddrs == 0)
+		fprintf(f, "%*s%-12s %s\n", in2, "", "addresses", "-");
+	for (size_t k = 0; k < i->naddrs; k++)
+		fprintf(f, "%*s%-12s %s\n", in2, "", k == 0 ? "addresses" : "", i->addrs[k]);
+	if (i->ngids == 0)
+		fprintf(f, "%*s%-12s %s\n", in2, "", "GIDs", "none");
+	for (size_t k = 0; k < i->ngids; k++)
+		fprintf(f, "%*s%-12s %3u  %s\n", in2, "", k == 0 ? "GIDs" : "", i->gids[k].index,
+			efi_gid_format(&i->gids[k].gid, buf, sizeof(buf)));
+}
