@@ -14,10 +14,19 @@
 extern "C" {
 #endif
 
+/* The same definition as <efi/efi.h>'s, under the same guard, so that code
+ * including both compiles in either order. */
+#ifndef EFI_GID_DEFINED
+#define EFI_GID_DEFINED
 union efi_gid {
 	uint8_t raw[16];
 	uint64_t u64[2];
+	struct {
+		uint64_t subnet_prefix; /* network byte order */
+		uint64_t interface_id;  /* network byte order */
+	} global;
 };
+#endif
 
 /* Builds a GID from an address of family AF_INET (4 bytes) or AF_INET6 (16).
  * Returns 0 or -EAFNOSUPPORT. */
