@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <netlink/netlink.h>
+#include <netlink/socket.h>
+
+#include "ifacespec.h"
+#include "log.h"
+#include "netns.h"
+
+int netns_self_open(void)
+{
+	int fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int netns_open(const char *instance)
+{
+	char path[sizeof(NETNS_RUN_DIR) + EFI_INSTANCE_MAX + 2];
+	int fd;
+
+	/* The name becomes a path: refuse anything that could leave the
+	 * directory before it gets near open(). */
+	if (!efi_instance_name_valid(instance))
+		return -EINVAL;
+	snprintf(path, sizeof(path), NETNS_RUN_DIR "/%s", instance);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+bool netns_exists(const char *instance)
+{
+	int fd = netns_open(instance);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+int netns_run(int self_fd, int ns_fd, int (*fn)(void *ud), void *ud)
+{
+	int rc;
+
+	if (ns_fd < 0)
+		return fn(ud);
+	if (setns(ns_fd, CLONE_NEWNET) < 0)
+		return -errno;
+	rc = fn(ud);
+	if (setns(self_fd, CLONE_NEWNET) < 0) {
+		/* Going on would run every later request in a tenant's
+		 * namespace.  There is no safe way forward. */
+		log_error("cannot return to efid's own network namespace: %m; aborting");
+		abort();
+	}
+	return rc;
+}
+
+static int make_rtnl_socket(void *ud)
+{
+	struct nl_sock **out = ud;
+	struct nl_sock *sk;
+	int rc;
+
+	sk = nl_socket_alloc();
+	if (!sk)
+		return -ENOMEM;
+	rc = nl_connect(sk, NETLINK_ROUTE);
+	if (rc < 0) {
+		nl_socket_free(sk);
+		return -EIO;
+	}
+	*out = sk;
+	return 0;
+}
+
+struct nl_sock *netns_rtnl_socket(int self_fd, int ns_fd)
+{
+	struct nl_sock *sk = NULL;
+	int rc = netns_run(self_fd, ns_fd, make_rtnl_socket, &sk);
+
+	if (rc < 0) {
+		errno = -rc;
+		return NULL;
+	}
+	return sk;
+}
