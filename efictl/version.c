@@ -30,8 +30,9 @@ int cmd_version(struct efictl *ctx, int argc, char **argv)
 	if (optind < argc)
 		return efictl_usage_error(ctx, "version", "unexpected argument '%s'", argv[optind]);
 
-	/* efid not answering is not an error here: efictl's own version is
-	 * still worth printing. */
+	/* efictl's own version is printed even when efid does not answer, but
+	 * the exit code still says so: scripts use `efictl version` to ask
+	 * "is efid there?". */
 	memset(&rep, 0, sizeof(rep));
 	ctl_buf_init(&req);
 	ctl_msg_begin(&req, EFI_CTL_HELLO, 0);
@@ -76,5 +77,7 @@ int cmd_version(struct efictl *ctx, int argc, char **argv)
 		printf("protocol  %d\n", EFI_CTL_VERSION);
 	}
 	ctl_reply_free(&rep);
-	return EXIT_OK;
+	if (!r)
+		return EXIT_OK;
+	return r == -EBADMSG || r == -EPROTO ? EXIT_FAIL : EXIT_UNREACHABLE;
 }
