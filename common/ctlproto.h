@@ -33,6 +33,7 @@ enum efi_ctl_type {
 	EFI_CTL_ATTACH = 0x0010,   /* create (or confirm) an interface */
 	EFI_CTL_DETACH = 0x0011,   /* remove one interface, or all of an instance */
 	EFI_CTL_LIST = 0x0012,     /* instances, interfaces, GIDs, strays */
+	EFI_CTL_OPEN_DEVICE = 0x0020, /* libefi: lease a wire endpoint on an interface */
 };
 
 /*
@@ -75,6 +76,11 @@ enum efi_ctl_attr {
 	EFI_A_NETNS = 32,       /* str: "present" | "missing" */
 	EFI_A_STRAY = 33,       /* nest, repeated: a device efid made but has no record of;
 	                           EFI_A_HOST_IFNAME, optional EFI_A_INSTANCE/EFI_A_IFNAME */
+	/* OPEN_DEVICE replies (with one SCM_RIGHTS descriptor: the UDP socket) */
+	EFI_A_PORT = 40,        /* u32: the UDP port the passed socket is bound to */
+	EFI_A_PORT_BASE = 41,   /* u32: fabric-wide; udp_port = PORT_BASE + (qpn >> 12) */
+	EFI_A_QPN_BASE = 42,    /* u32: first QPN of the leased block (= slot << 12) */
+	EFI_A_QPN_COUNT = 43,   /* u32: QPNs in the block (4096) */
 	EFI_A_MAX,
 };
 

@@ -28,6 +28,7 @@
 #include "ctlmsg.h"
 #include "efid.h"
 #include "handlers.h"
+#include "lease.h"
 #include "log.h"
 
 struct client {
@@ -43,6 +44,14 @@ struct client {
 	uint64_t partial_since; /* CLOCK_MONOTONIC usec when a request began arriving, 0 if none */
 	bool close_after_flush;
 	unsigned id;
+	struct lease *lease;   /* wire endpoints this connection holds */
+	/* Descriptors to pass, each with the first byte of its reply frame
+	 * (offset into out); in offset order. */
+	struct pending_fd {
+		size_t offset;
+		int fd;
+	} fds[4];
+	unsigned nfds;
 };
 
 struct control {
@@ -68,6 +77,9 @@ static void client_free(struct client *c)
 	ctl->nclients--;
 	sd_event_source_disable_unref(c->io);
 	close(c->fd);
+	for (unsigned i = 0; i < c->nfds; i++)
+		close(c->fds[i].fd);
+	lease_free(ctl->d, c->lease);
 	free(c->in);
 	free(c->out);
 	log_debug("client %u (pid %d) disconnected", c->id, (int)c->peer.pid);
@@ -86,19 +98,45 @@ static int client_update_events(struct client *c)
 	return sd_event_source_set_io_events(c->io, ev);
 }
 
-/* Writes what the socket takes now.  Returns 0, or -errno when the client
- * is gone. */
+/* Writes what the socket takes now.  A descriptor goes out with the first
+ * byte of its frame, so a send never runs past the next such byte.
+ * Returns 0, or -errno when the client is gone. */
 static int client_flush(struct client *c)
 {
 	while (c->out_off < c->out_len) {
-		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		size_t end = c->out_len;
+		bool with_fd = c->nfds && c->fds[0].offset == c->out_off;
+		if (!with_fd && c->nfds)
+			end = c->fds[0].offset;
+		struct iovec iov = { .iov_base = c->out + c->out_off, .iov_len = end - c->out_off };
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+		if (with_fd) {
+			memset(&u, 0, sizeof(u));
+			msg.msg_control = u.buf;
+			msg.msg_controllen = sizeof(u.buf);
+			struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(cm), &c->fds[0].fd, sizeof(int));
+		}
+		ssize_t n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN)
 				break;
 			return -errno;
+		}
+		if (with_fd && n > 0) {
+			/* The client has its own reference now. */
+			close(c->fds[0].fd);
+			memmove(&c->fds[0], &c->fds[1], (c->nfds - 1) * sizeof(c->fds[0]));
+			c->nfds--;
 		}
 		c->out_off += (size_t)n;
 	}
@@ -126,9 +164,11 @@ static int client_queue(struct client *c, const uint8_t *data, size_t len)
 	return 0;
 }
 
-/* Queues a reply: STATUS, then ERROR when failing, then the body's attributes. */
+/* Queues a reply: STATUS, then ERROR when failing, then the body's
+ * attributes; pass_fd (or -1) travels with it and is owned by the client
+ * state from here on (closed if it cannot be queued). */
 static int client_reply(struct client *c, uint32_t seq, int status, const char *err,
-			const struct ctl_buf *body)
+			const struct ctl_buf *body, int pass_fd)
 {
 	struct ctl_buf b;
 	int r;
@@ -165,8 +205,23 @@ static int client_reply(struct client *c, uint32_t seq, int status, const char *
 		ctl_put_str(&b, EFI_A_ERROR, r == -EMSGSIZE ? "the reply is too large; narrow the request (e.g. name one instance)" : "efid is out of memory");
 		r = ctl_msg_end(&b);
 	}
-	if (r == 0)
+	if (r == 0 && pass_fd >= 0 && status == 0 &&
+	    c->nfds < sizeof(c->fds) / sizeof(c->fds[0])) {
+		size_t offset = c->out_len;
+		if (c->out_off > 0 && c->out_off == c->out_len)
+			offset = 0; /* client_queue restarts an empty buffer */
 		r = client_queue(c, b.data, b.len);
+		if (r == 0) {
+			c->fds[c->nfds].offset = offset;
+			c->fds[c->nfds].fd = pass_fd;
+			c->nfds++;
+			pass_fd = -1;
+		}
+	} else if (r == 0) {
+		r = client_queue(c, b.data, b.len);
+	}
+	if (pass_fd >= 0)
+		close(pass_fd);
 	ctl_buf_free(&b);
 	return r;
 }
@@ -200,7 +255,7 @@ static int client_process(struct client *c)
 			if (r != -EPROTO)
 				memcpy(&seq, c->in + off + 12, 4), seq = le32toh(seq);
 			log_debug("client %u: framing error: %s", c->id, strerror(-r));
-			client_reply(c, seq, r, framing_error(r), NULL);
+			client_reply(c, seq, r, framing_error(r), NULL, -1);
 			c->close_after_flush = true;
 			off = c->in_len;
 			break;
@@ -212,17 +267,17 @@ static int client_process(struct client *c)
 		struct ctl_buf body;
 		ctl_buf_init(&body);
 		ctl_msg_begin(&body, EFI_CTL_REPLY, h.seq);
-		int status;
+		int status, pass_fd = -1;
 		if (h.type == EFI_CTL_REPLY) {
 			status = -EBADMSG;
 			snprintf(err, sizeof(err), "a reply is not a request");
 		} else {
-			status = handle_request(c->ctl->d, &c->peer, h.type, payload, h.length, &body,
-						err, sizeof(err));
+			status = handle_request(c->ctl->d, &c->peer, c->lease, h.type, payload,
+						h.length, &body, &pass_fd, err, sizeof(err));
 		}
 		if (status > 0)
 			status = 0;
-		if (client_reply(c, h.seq, status, err, &body) < 0)
+		if (client_reply(c, h.seq, status, err, &body, pass_fd) < 0)
 			c->close_after_flush = true;
 		ctl_buf_free(&body);
 		off += CTL_HDR_SIZE + h.length;
@@ -345,17 +400,25 @@ static int on_listen(sd_event_source *s, int fd, uint32_t revents, void *userdat
 		c->ctl = ctl;
 		c->fd = cfd;
 		c->id = ++ctl->next_id;
+		c->lease = lease_new();
+		if (!c->lease) {
+			close(cfd);
+			free(c);
+			continue;
+		}
 		int r = auth_identify(cfd, &c->peer);
 		if (r < 0) {
 			log_warning("refusing a control client whose credentials cannot be read: %s",
 				    strerror(-r));
 			close(cfd);
+			free(c->lease);
 			free(c);
 			continue;
 		}
 		r = sd_event_add_io(ctl->d->event, &c->io, cfd, EPOLLIN, on_client_io, c);
 		if (r < 0) {
 			close(cfd);
+			free(c->lease);
 			free(c);
 			continue;
 		}
@@ -513,6 +576,7 @@ void control_stop(struct efid *d)
 		unlink(d->socket_path);
 	free(ctl);
 	d->control = NULL;
+	lease_registry_free(d);
 }
 
 unsigned control_client_count(const struct efid *d)

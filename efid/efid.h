@@ -15,6 +15,7 @@
 struct store;
 struct kernel;
 struct control;
+struct lease_registry;
 
 struct efid {
 	sd_event *event;
@@ -26,6 +27,7 @@ struct efid {
 	struct store *store;     /* store.h */
 	struct kernel *kernel;   /* kernel.h: netlink sockets and watches */
 	struct control *control; /* control.h: the socket server */
+	struct lease_registry *leases; /* lease.c: wire endpoints handed to libefi */
 	bool stopping;
 };
 

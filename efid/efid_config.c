@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,6 +37,7 @@ void efid_config_defaults(struct efid_config *c)
 	c->default_uplink[0] = '\0';
 	c->default_mtu = 0;
 	snprintf(c->default_kind, sizeof(c->default_kind), "veth");
+	c->port_base = EFID_PORT_BASE_DEFAULT;
 }
 
 /* Group names as useradd accepts them: [A-Za-z0-9_.-], not starting with '-',
@@ -167,6 +169,26 @@ static int interfaces_key(struct efid_config *c, const char *key, const char *va
 	return -EINVAL;
 }
 
+static int transport_key(struct efid_config *c, const char *key, const char *value, char *err,
+			 size_t errlen)
+{
+	if (strcasecmp(key, "PortBase") == 0) {
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(value, &end, 10);
+		if (!*value || *end || errno || v < 1024 || v > EFID_PORT_BASE_MAX) {
+			set_err(err, errlen,
+				"PortBase='%.32s' is invalid: use 1024..%u (4095 ports above it are used)",
+				value, EFID_PORT_BASE_MAX);
+			return -EINVAL;
+		}
+		c->port_base = (uint32_t)v;
+		return 0;
+	}
+	set_err(err, errlen, "unknown key %.64s= in [Transport]; known keys: PortBase", key);
+	return -EINVAL;
+}
+
 static int config_cb(void *userdata, const char *section, const char *key, const char *value,
 		     unsigned line, char *err, size_t errlen)
 {
@@ -178,9 +200,11 @@ static int config_cb(void *userdata, const char *section, const char *key, const
 		return control_key(c, key, value, err, errlen);
 	if (strcasecmp(section, "Interfaces") == 0)
 		return interfaces_key(c, key, value, err, errlen);
+	if (strcasecmp(section, "Transport") == 0)
+		return transport_key(c, key, value, err, errlen);
 	if (section[0])
 		set_err(err, errlen,
-			"unknown section [%.64s]; known sections: Daemon, Control, Interfaces",
+			"unknown section [%.64s]; known sections: Daemon, Control, Interfaces, Transport",
 			section);
 	else
 		set_err(err, errlen, "%.64s= outside a section; put it under [Daemon], "

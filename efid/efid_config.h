@@ -13,6 +13,8 @@
  *   DefaultUplink=         # bridge used when attach names none
  *   DefaultMTU=0           # 0: the kernel's default
  *   DefaultKind=veth
+ *   [Transport]
+ *   PortBase=20000         # fabric-wide: every host must use the same value
  */
 #ifndef EFID_CONFIG_H
 #define EFID_CONFIG_H
@@ -31,7 +33,12 @@ struct efid_config {
 	char default_uplink[16];
 	uint32_t default_mtu;
 	char default_kind[16];
+	uint32_t port_base;          /* [Transport] PortBase: UDP port = PortBase + (QPN >> 12) */
 };
+
+/* PortBase must leave room for 4095 slots above it. */
+#define EFID_PORT_BASE_DEFAULT 20000u
+#define EFID_PORT_BASE_MAX (65535u - 4095u)
 
 /* Fills the embedded defaults. */
 void efid_config_defaults(struct efid_config *c);

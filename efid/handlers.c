@@ -16,6 +16,7 @@
 #include "efid.h"
 #include "handlers.h"
 #include "iface.h"
+#include "lease.h"
 #include "log.h"
 #include "store.h"
 
@@ -362,8 +363,22 @@ store_fail:
 	return r;
 }
 
-int handle_request(struct efid *d, const struct peer *peer, uint16_t type, const uint8_t *payload,
-		   size_t len, struct ctl_buf *body, char *err, size_t errlen)
+static int handle_open_device(struct efid *d, const struct peer *p, struct lease *lease,
+			      struct ctl_attr *tb, struct ctl_buf *body, int *fd_out, char *err,
+			      size_t errlen)
+{
+	const char *ifname;
+	if (!ctl_has(tb, EFI_A_IFNAME)) {
+		snprintf(err, errlen, "open-device needs an interface name");
+		return -EINVAL;
+	}
+	ctl_attr_str(&tb[EFI_A_IFNAME], &ifname);
+	return lease_open_device(d, lease, p, ifname, body, fd_out, err, errlen);
+}
+
+int handle_request(struct efid *d, const struct peer *peer, struct lease *lease, uint16_t type,
+		   const uint8_t *payload, size_t len, struct ctl_buf *body, int *fd_out,
+		   char *err, size_t errlen)
 {
 	struct ctl_attr tb[POLICY_SIZE];
 	uint16_t bad = 0;
@@ -373,6 +388,7 @@ int handle_request(struct efid *d, const struct peer *peer, uint16_t type, const
 	case EFI_CTL_ATTACH:
 	case EFI_CTL_DETACH:
 	case EFI_CTL_LIST:
+	case EFI_CTL_OPEN_DEVICE:
 		break;
 	default:
 		snprintf(err, errlen,
@@ -394,6 +410,8 @@ int handle_request(struct efid *d, const struct peer *peer, uint16_t type, const
 		return handle_attach(d, peer, tb, payload, len, body, err, errlen);
 	case EFI_CTL_DETACH:
 		return handle_detach(d, peer, tb, body, err, errlen);
+	case EFI_CTL_OPEN_DEVICE:
+		return handle_open_device(d, peer, lease, tb, body, fd_out, err, errlen);
 	default:
 		return handle_list(d, peer, tb, body, err, errlen);
 	}

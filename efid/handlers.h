@@ -14,14 +14,18 @@
 #include "ctlmsg.h"
 
 struct efid;
+struct lease;
 
 /*
- * Handles one request of type `type` with attributes payload[0..len).
- * Appends the reply's result attributes to body (a message begun by the
- * caller).  Returns 0, or a negative errno with a message in err that says
- * what was wrong and what to do.
+ * Handles one request of type `type` with attributes payload[0..len) from
+ * a client whose endpoint leases are `lease`.  Appends the reply's result
+ * attributes to body (a message begun by the caller); *fd_out (initially
+ * -1) may receive a descriptor to pass with the reply, which the caller
+ * then owns.  Returns 0, or a negative errno with a message in err that
+ * says what was wrong and what to do.
  */
-int handle_request(struct efid *d, const struct peer *peer, uint16_t type, const uint8_t *payload,
-		   size_t len, struct ctl_buf *body, char *err, size_t errlen);
+int handle_request(struct efid *d, const struct peer *peer, struct lease *lease, uint16_t type,
+		   const uint8_t *payload, size_t len, struct ctl_buf *body, int *fd_out,
+		   char *err, size_t errlen);
 
 #endif

@@ -29,6 +29,7 @@ START_TEST(defaults)
 	ck_assert_str_eq(c.default_uplink, "");
 	ck_assert_uint_eq(c.default_mtu, 0);
 	ck_assert_str_eq(c.default_kind, "veth");
+	ck_assert_uint_eq(c.port_base, EFID_PORT_BASE_DEFAULT);
 }
 END_TEST
 
@@ -127,12 +128,28 @@ START_TEST(hostile)
 	expect_bad("[Interfaces]\nDirectory=relative/dir\n", "must be an absolute path");
 	expect_bad("[Interfaces\nRepair=yes\n", "efid.conf:1: section header");
 	expect_bad("[Interfaces]\nRepair yes\n", "efid.conf:2: expected");
+	expect_bad("[Transport]\nPortBase=80\n", "PortBase='80' is invalid");
+	expect_bad("[Transport]\nPortBase=65000\n", "is invalid");
+	expect_bad("[Transport]\nPortBase=2e4\n", "is invalid");
+	expect_bad("[Transport]\nPortBase=\n", "is invalid");
+	expect_bad("[Transport]\nPorts=1\n", "unknown key Ports=");
 
 	/* Overlong line. */
 	size_t off = (size_t)snprintf(t, sizeof(t), "[Daemon]\n# ");
 	memset(t + off, 'x', sizeof(t) - off - 1);
 	t[sizeof(t) - 1] = '\0';
 	expect_bad(t, "efid.conf:2: line longer than");
+}
+END_TEST
+
+START_TEST(port_base)
+{
+	struct efid_config c;
+	char err[256];
+	const char *text = "[Transport]\nPortBase=30000\n";
+	efid_config_defaults(&c);
+	ck_assert_int_eq(efid_config_parse(&c, "efid.conf", text, strlen(text), err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.port_base, 30000);
 }
 END_TEST
 
@@ -206,6 +223,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, empty_text);
 	tcase_add_test(tc, hostile);
 	tcase_add_test(tc, nul_byte);
+	tcase_add_test(tc, port_base);
 	tcase_add_test(tc, load_files);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+#include "config.h"
+
+#include <errno.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "efid.h"
+#include "kernel.h"
+#include "lease.h"
+#include "log.h"
+#include "netns.h"
+#include "store.h"
+
+/* One leased slot.  All of them sit in one list on the daemon context, so a
+ * slot is unique per instance namespace (ports are per namespace). */
+struct slot {
+	struct slot *next;
+	struct lease *owner;
+	char instance[EFI_INSTANCE_MAX + 1];
+	char ifname[EFI_IFNAME_MAX + 1];
+	unsigned slot;
+};
+
+struct lease {
+	unsigned nslots;
+};
+
+struct lease_registry {
+	struct slot *slots;
+	size_t count;
+	unsigned cursor; /* next slot to try: rotate, so a freed port is not reused at once */
+};
+
+static struct lease_registry *registry(struct efid *d)
+{
+	if (!d->leases)
+		d->leases = calloc(1, sizeof(*d->leases));
+	return d->leases;
+}
+
+struct lease *lease_new(void)
+{
+	return calloc(1, sizeof(struct lease));
+}
+
+void lease_free(struct efid *d, struct lease *l)
+{
+	if (!l)
+		return;
+	struct lease_registry *reg = d->leases;
+	for (struct slot **pp = reg ? &reg->slots : NULL; pp && *pp;) {
+		struct slot *s = *pp;
+		if (s->owner == l) {
+			log_debug("lease: slot %u of %s/%s released", s->slot, s->instance, s->ifname);
+			*pp = s->next;
+			reg->count--;
+			free(s);
+		} else {
+			pp = &s->next;
+		}
+	}
+	free(l);
+}
+
+void lease_registry_free(struct efid *d)
+{
+	if (!d->leases)
+		return;
+	while (d->leases->slots) {
+		struct slot *s = d->leases->slots;
+		d->leases->slots = s->next;
+		free(s);
+	}
+	free(d->leases);
+	d->leases = NULL;
+}
+
+size_t lease_slots_in_use(const struct efid *d)
+{
+	return d->leases ? d->leases->count : 0;
+}
+
+static bool slot_taken(const struct lease_registry *reg, const char *instance, unsigned slot)
+{
+	for (const struct slot *s = reg->slots; s; s = s->next)
+		if (s->slot == slot && strcmp(s->instance, instance) == 0)
+			return true;
+	return false;
+}
+
+struct make_socket {
+	const char *ifname;
+	unsigned port;
+	int fd;   /* out */
+	int err;  /* out: errno of the failing step */
+	const char *step;
+};
+
+/* Runs inside the instance's namespace: the socket belongs to it for life. */
+static int make_socket_in_netns(void *ud)
+{
+	struct make_socket *m = ud;
+	int off = 0, buf = LEASE_SOCKET_BUFFER;
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)m->port),
+				     .sin6_addr = IN6ADDR_ANY_INIT };
+
+	m->fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (m->fd < 0) {
+		m->step = "socket";
+		goto fail;
+	}
+	m->step = "IPV6_V6ONLY";
+	if (setsockopt(m->fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) < 0)
+		goto fail;
+	m->step = "SO_BINDTODEVICE";
+	if (setsockopt(m->fd, SOL_SOCKET, SO_BINDTODEVICE, m->ifname, (socklen_t)strlen(m->ifname)) < 0)
+		goto fail;
+	/* Loss at high rates is receive-buffer overflow (shared/TESTBED.md):
+	 * size the buffers deliberately, past rmem_max (efid has CAP_NET_ADMIN). */
+	if (setsockopt(m->fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) < 0)
+		setsockopt(m->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	if (setsockopt(m->fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) < 0)
+		setsockopt(m->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	m->step = "bind";
+	if (bind(m->fd, (struct sockaddr *)&sin6, sizeof(sin6)) < 0)
+		goto fail;
+	return 0;
+fail:
+	m->err = errno;
+	if (m->fd >= 0)
+		close(m->fd);
+	m->fd = -1;
+	return -m->err;
+}
+
+static void put_reply(struct efid *d, struct ctl_buf *b, const struct store_iface *it,
+		      unsigned slot, unsigned port)
+{
+	struct store_gid gids[STORE_MAX_GIDS];
+	size_t n = 0;
+
+	ctl_put_str(b, EFI_A_INSTANCE, it->spec.instance);
+	ctl_put_str(b, EFI_A_IFNAME, it->spec.name);
+	ctl_put_u32(b, EFI_A_IFINDEX, it->ifindex);
+	ctl_put_u32(b, EFI_A_MTU, it->spec.mtu);
+	ctl_put_str(b, EFI_A_HOST_ID, store_host_id(d->store));
+	ctl_put_str(b, EFI_A_LINK, it->link);
+	if (store_gids_get(d->store, it->id, gids, STORE_MAX_GIDS, &n) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			size_t g = ctl_nest_begin(b, EFI_A_GID);
+			ctl_put_u32(b, EFI_A_GID_INDEX, gids[i].index);
+			ctl_put(b, EFI_A_GID_VALUE, gids[i].gid.raw, 16);
+			ctl_nest_end(b, g);
+		}
+	}
+	ctl_put_u32(b, EFI_A_PORT, port);
+	ctl_put_u32(b, EFI_A_PORT_BASE, d->config.port_base);
+	ctl_put_u32(b, EFI_A_QPN_BASE, slot << LEASE_SLOT_BITS);
+	ctl_put_u32(b, EFI_A_QPN_COUNT, LEASE_QPNS_PER_SLOT);
+}
+
+int lease_open_device(struct efid *d, struct lease *l, const struct peer *p, const char *ifname,
+		      struct ctl_buf *body, int *fd_out, char *err, size_t errlen)
+{
+	struct lease_registry *reg = registry(d);
+	struct store_iface it;
+	int r;
+
+	*fd_out = -1;
+	if (!reg || !l)
+		return -ENOMEM;
+	if (!p->instance[0]) {
+		snprintf(err, errlen,
+			 "permission denied: devices are opened from inside the instance that owns them (run the program with `ip netns exec INSTANCE …`)");
+		return -EPERM;
+	}
+	r = store_iface_get(d->store, p->instance, ifname, &it);
+	if (r == -ENOENT) {
+		snprintf(err, errlen, "no EFI interface '%s' in instance '%s' (see `efictl status`)",
+			 ifname, p->instance);
+		return -ENOENT;
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read the state database: %s", store_errmsg(d->store));
+		return r;
+	}
+	if (strcmp(it.state, "attached") != 0) {
+		snprintf(err, errlen, "interface '%s' of instance '%s' is %s; efid repairs it or `efictl attach` again",
+			 ifname, p->instance, it.state);
+		return -ENETDOWN;
+	}
+	if (l->nslots >= LEASE_MAX_PER_CLIENT) {
+		snprintf(err, errlen, "this connection already holds %u endpoints (the most one context may have)",
+			 l->nslots);
+		return -EMFILE;
+	}
+
+	int ns = netns_open(p->instance);
+	if (ns < 0) {
+		snprintf(err, errlen, "cannot enter instance '%s': %s", p->instance, strerror(-ns));
+		return ns;
+	}
+	/* Find a slot whose port is free in this namespace: skip slots efid
+	 * leased, and ports something else holds (EADDRINUSE). */
+	struct make_socket m = { .ifname = it.spec.name, .fd = -1 };
+	unsigned slot = 0;
+	r = -EADDRINUSE;
+	for (unsigned tries = 0; tries < LEASE_MAX_SLOTS; tries++) {
+		unsigned cand = 1 + (reg->cursor++ % LEASE_MAX_SLOTS);
+		if (slot_taken(reg, p->instance, cand))
+			continue;
+		m.port = d->config.port_base + cand;
+		r = netns_run(d->kernel->self_netns_fd, ns, make_socket_in_netns, &m);
+		if (r == 0) {
+			slot = cand;
+			break;
+		}
+		if (r != -EADDRINUSE)
+			break;
+	}
+	close(ns);
+	if (r < 0) {
+		if (r == -EADDRINUSE)
+			snprintf(err, errlen, "no free port in %u..%u in instance '%s'",
+				 d->config.port_base + 1, d->config.port_base + LEASE_MAX_SLOTS,
+				 p->instance);
+		else
+			snprintf(err, errlen, "cannot create the endpoint on %s/%s (%s): %s",
+				 p->instance, ifname, m.step ? m.step : "setns", strerror(-r));
+		return r;
+	}
+
+	struct slot *s = calloc(1, sizeof(*s));
+	if (!s) {
+		close(m.fd);
+		return -ENOMEM;
+	}
+	s->owner = l;
+	s->slot = slot;
+	snprintf(s->instance, sizeof(s->instance), "%s", p->instance);
+	snprintf(s->ifname, sizeof(s->ifname), "%s", it.spec.name);
+	put_reply(d, body, &it, slot, m.port);
+	if (body->err) {
+		free(s);
+		close(m.fd);
+		return body->err;
+	}
+	s->next = reg->slots;
+	reg->slots = s;
+	reg->count++;
+	l->nslots++;
+	*fd_out = m.fd;
+	log_debug("lease: slot %u (port %u, QPNs 0x%06x..) of %s/%s to pid %d", slot, m.port,
+		  slot << LEASE_SLOT_BITS, p->instance, ifname, (int)p->pid);
+	return 0;
+}

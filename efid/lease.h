@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Wire-endpoint leases.  A libefi context asks efid (OPEN_DEVICE) for an
+ * endpoint on one of its instance's interfaces: efid makes a UDP socket
+ * inside the instance's namespace, bound to the interface on the port of a
+ * free slot, and hands it over.  The slot's 4096 QPNs belong to that
+ * context: qpn = slot << 12 | index, port = PortBase + slot, so a peer finds
+ * the port from the QPN alone.  The lease lives as long as the control
+ * connection that took it; when the process exits or crashes, efid frees
+ * its slots.
+ */
+#ifndef EFID_LEASE_H
+#define EFID_LEASE_H
+
+#include <stddef.h>
+
+#include "auth.h"
+#include "ctlmsg.h"
+
+#define LEASE_SLOT_BITS 12
+#define LEASE_QPNS_PER_SLOT (1u << LEASE_SLOT_BITS)
+#define LEASE_MAX_SLOTS 4095u       /* slots 1..4095; slot 0 never (QPN 0) */
+#define LEASE_MAX_PER_CLIENT 16u    /* blocks one connection may hold */
+#define LEASE_SOCKET_BUFFER (4 * 1024 * 1024)
+
+struct efid;
+struct lease;
+
+/* A client's (initially empty) lease set.  NULL on ENOMEM. */
+struct lease *lease_new(void);
+/* Releases every slot the client held; accepts NULL. */
+void lease_free(struct efid *d, struct lease *l);
+
+/*
+ * OPEN_DEVICE: checks that the caller lives in the instance owning ifname,
+ * takes a free slot, creates and binds the socket, and appends the reply
+ * attributes to body.  *fd_out receives the socket (the caller sends and
+ * closes it).  Returns 0 or -errno with a message in err.
+ */
+int lease_open_device(struct efid *d, struct lease *l, const struct peer *p, const char *ifname,
+		      struct ctl_buf *body, int *fd_out, char *err, size_t errlen);
+
+/* Frees the registry at shutdown (after every client's lease_free). */
+void lease_registry_free(struct efid *d);
+
+/* Slots currently leased, all instances (for STATUS= and tests). */
+size_t lease_slots_in_use(const struct efid *d);
+
+#endif

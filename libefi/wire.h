@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wire layer: how libefi's transport moves datagrams.  The transport
+ * sees only this interface, so other backends (AF_XDP rings efid sets up,
+ * shared memory between instances on one host) can be added without
+ * touching it.  Backends are not thread-safe by themselves: the transport
+ * serialises calls on one efi_wire (names the lock it holds at each call).
+ */
+#ifndef EFI_WIRE_H
+#define EFI_WIRE_H
+
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct efi_wire;
+
+/* One datagram.  For send: buf/len/peer are inputs.  For recv: buf and cap
+ * are inputs, len and peer outputs. */
+struct efi_wire_pkt {
+	void *buf;
+	uint32_t len;
+	uint32_t cap;
+	struct sockaddr_in6 peer;   /* IPv4 peers as IPv4-mapped IPv6 */
+};
+
+struct efi_wire_ops {
+	/* Sends up to n datagrams without blocking.  Returns how many were
+	 * handed to the kernel (0 when the socket buffer is full), or -errno. */
+	int (*send_batch)(struct efi_wire *w, struct efi_wire_pkt *pkts, unsigned n);
+	/* Receives up to n datagrams without blocking.  Returns how many
+	 * arrived (0 when none), or -errno. */
+	int (*recv_batch)(struct efi_wire *w, struct efi_wire_pkt *pkts, unsigned n);
+	/* A descriptor that polls readable when recv_batch has something. */
+	int (*poll_fd)(const struct efi_wire *w);
+	/* Frees the backend and closes what it owns; accepts NULL. */
+	void (*destroy)(struct efi_wire *w);
+};
+
+struct efi_wire {
+	const struct efi_wire_ops *ops;
+};
+
+static inline int efi_wire_send(struct efi_wire *w, struct efi_wire_pkt *p, unsigned n)
+{
+	return w->ops->send_batch(w, p, n);
+}
+static inline int efi_wire_recv(struct efi_wire *w, struct efi_wire_pkt *p, unsigned n)
+{
+	return w->ops->recv_batch(w, p, n);
+}
+static inline int efi_wire_fd(const struct efi_wire *w)
+{
+	return w->ops->poll_fd(w);
+}
+static inline void efi_wire_destroy(struct efi_wire *w)
+{
+	if (w)
+		w->ops->destroy(w);
+}
+
+/* A UDP backend over a bound datagram socket (AF_INET6, dual-stack), using
+ * sendmmsg/recvmmsg.  Takes ownership of fd.  NULL + errno on failure. */
+struct efi_wire *efi_wire_udp_create(int fd);
+
+/*
+ * Wraps a backend with a fault injector for tests, configured by a spec
+ * such as "loss=0.01,dup=0.001,reorder=0.01,delay_us=0,seed=42" (the
+ * transport reads it from $EFI_FAULT).  Applies to both directions.
+ * Takes ownership of inner.  NULL + errno (EINVAL for a bad spec).
+ */
+struct efi_wire *efi_wire_fault_wrap(struct efi_wire *inner, const char *spec);
+
+/* Counters of the fault injector (for tests); zero for other backends. */
+struct efi_wire_fault_stats {
+	uint64_t seen, dropped, duplicated, reordered;
+};
+void efi_wire_fault_stats(const struct efi_wire *w, struct efi_wire_fault_stats *out);
+
+#endif
