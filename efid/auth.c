@@ -94,7 +94,10 @@ int auth_identify(int fd, struct peer *p)
 	int r = stat(path, &st);
 	int saved = errno;
 	if (pidfd >= 0) {
-		if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
+		/* Signal 0 only probes.  EPERM (a caller of another uid, and efid
+		 * without CAP_KILL under its unit's bounding set) still proves the
+		 * process is alive; only ESRCH says it is gone. */
+		if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0 && errno == ESRCH)
 			r = -1, saved = ESRCH;
 		close(pidfd);
 	}
