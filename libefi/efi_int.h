@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libefi internals: the objects behind <efi/efi.h> and the transport's state.
+ * Not installed, not exported (libefi.map lists the public names only).
+ *
+ * Locking (rxe style: each function says which lock it takes):
+ *  - ctx->lock (a mutex) protects the transport: the wire, the QP table, every
+ *    QP's queues and PSN state, the MR table, the counters.  The progress
+ *    thread, post_send/post_recv, modify/destroy_qp and reg/dereg_mr take it
+ *    (blocking: a futex only when contended); efi_poll_cq only *tries* it,
+ *    so a poller never waits for another thread's transport work.
+ *  - cq->lock protects one CQ's ring and its notification state.  Taken
+ *    with ctx->lock held when completions are produced (order: ctx->lock,
+ *    then cq->lock, then channel->lock), alone by efi_poll_cq.
+ *  - channel->lock protects the channel's event list.
+ *  - ctx->obj_lock protects object counts (PDs, CQs, channels) for close.
+ */
+#ifndef EFI_LIBEFI_INT_H
+#define EFI_LIBEFI_INT_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <efi/efi.h>
+
+#include "packet.h"
+#include "wire.h"
+
+#define EFI_QPN_PER_BLOCK	4096u
+#define EFI_MAX_QP_WR		16384u
+#define EFI_MAX_SGE		32u
+#define EFI_MAX_INLINE		1024u
+#define EFI_MAX_CQE		(1u << 20)
+#define EFI_MAX_RD_ATOMIC	16u
+#define EFI_MAX_MR_SIZE		(UINT64_C(1) << 40)
+/* Request packets in flight per QP (PSNs between snd_una and snd_nxt). */
+#define EFI_SEND_WINDOW		256u
+/* Response packets one Read request asks for at most (a longer Read is
+ * split into several requests). */
+#define EFI_READ_CHUNK		64u
+/* Per-PSN send records kept (a power of two ≥ EFI_SEND_WINDOW). */
+#define EFI_TXREC_SLOTS		1024u
+/* Entries of a responder's output queue (ACKs, NAKs, Read responses, atomic
+ * ACKs waiting to be sent, in PSN order). */
+#define EFI_RESPQ_SLOTS		64u
+#define EFI_ATOMIC_CACHE	EFI_MAX_RD_ATOMIC
+/* Datagrams per sendmmsg/recvmmsg batch. */
+#define EFI_BATCH		32u
+#define EFI_PKTBUF_SIZE		(4096u + 256u)
+#define EFI_RXBUF_SIZE		9216u
+/* The requester asks for an ACK at least every this many packets. */
+#define EFI_ACKREQ_EVERY	16u
+/* Floor of the retransmission timeout (verbs' timeout can be 4 µs). */
+#define EFI_MIN_RTO_NS		(500ull * 1000)
+/* Timeouts without progress while the peer keeps answering, before the QP
+ * gives up anyway (RETRY_EXC_ERR). */
+#define EFI_MAX_STALLS		1000u
+
+/* Transport tracing for debugging, compiled in only with -DEFI_TRACE_ON. */
+#ifdef EFI_TRACE_ON
+#include <stdio.h>
+#define EFI_TRACE(...) fprintf(stderr, __VA_ARGS__)
+#else
+#define EFI_TRACE(...) do { } while (0)
+#endif
+
+static inline uint64_t efi_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);	/* vDSO: no system call */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The largest path MTU whose packets fit a link of link_mtu bytes (IPv4,
+ * UDP and the largest data header of 44 bytes: 72 bytes of overhead). */
+static inline enum efi_mtu efi_active_mtu(uint32_t link_mtu)
+{
+	int m = EFI_MTU_256;
+	while (m < EFI_MTU_4096 && (128u << (m + 1)) + 72u <= link_mtu)
+		m++;
+	return (enum efi_mtu)m;
+}
+
+/* ---------------------------------------------------------------- context */
+
+struct efi_mr_int;
+
+struct efi_ctx_params {
+	char ifname[EFI_DEVICE_NAME_MAX];
+	char instance[EFI_DEVICE_NAME_MAX];
+	int ifindex;
+	uint32_t link_mtu;
+	uint32_t port_base;
+	uint32_t qpn_base;	/* slot << 12 */
+	int ngids;
+	union efi_gid gids[8];
+};
+
+struct efi_context_int {
+	struct efi_context pub;
+	struct efi_device dev;		/* a copy: pub.device points here */
+	struct efi_ctx_params p;
+	void *ctl;			/* struct ctl_client *: the lease, or NULL */
+
+	pthread_mutex_t lock;		/* the transport, see above */
+	pthread_mutex_t obj_lock;
+	int npd, ncq, nchannel;
+
+	struct efi_wire *wire;
+	struct efi_qp_int **qps;	/* EFI_QPN_PER_BLOCK, by qp_index */
+	unsigned nqp;
+	struct efi_qp_int *qp_list;	/* every QP, for timers and transmission */
+	bool busy;			/* a QP has unacknowledged or queued work */
+	uint32_t next_qp_index;
+	uint32_t next_pd_handle, next_cq_handle;
+
+	/* MR table: open addressing by key (lkey == rkey). */
+	struct efi_mr_int **mr_slots;
+	uint32_t mr_cap, mr_count;
+
+	/* Counters not attributable to a live QP: destroyed QPs, drops of
+	 * unknown QPs and malformed packets, and totals. */
+	struct efi_counters dead;
+
+	/* Packet buffers, used under ctx->lock. */
+	uint8_t *txbuf;			/* EFI_BATCH × EFI_PKTBUF_SIZE */
+	uint8_t *rxbuf;			/* EFI_BATCH × EFI_RXBUF_SIZE */
+	struct efi_wire_pkt txpkts[EFI_BATCH];
+	struct efi_wire_pkt rxpkts[EFI_BATCH];
+
+	/* Progress thread. */
+	pthread_t progress;
+	bool progress_running;
+	int stop_fd;			/* eventfd: tells the progress thread to quit */
+	_Atomic uint64_t app_active_ns;	/* last time an application thread ran the transport */
+	_Atomic bool stopping;
+};
+
+#define ctx_of(c) ((struct efi_context_int *)(c))
+
+/* ---------------------------------------------------------------- PD / MR */
+
+struct efi_pd_int {
+	struct efi_pd pub;
+	_Atomic int users;		/* MRs and QPs */
+};
+
+struct efi_mr_int {
+	struct efi_mr pub;
+	int access;
+	uintptr_t start, end;		/* [start, end) */
+};
+
+/* Looks up a key (under ctx->lock).  NULL if unknown. */
+struct efi_mr_int *efi_mr_lookup(struct efi_context_int *ctx, uint32_t key);
+/* Checks that [va, va+len) lies in an MR of key with all access bits of
+ * need, and (for lkeys) that it belongs to pd (NULL: any).  Returns the MR or
+ * NULL.  len 0 always passes for a known key. */
+struct efi_mr_int *efi_mr_check(struct efi_context_int *ctx, uint32_t key, struct efi_pd *pd,
+				uint64_t va, uint64_t len, int need);
+void efi_mr_table_free(struct efi_context_int *ctx);
+
+/* -------------------------------------------------------------- channels, CQs */
+
+struct efi_channel_int {
+	struct efi_comp_channel pub;
+	pthread_mutex_t lock;
+	struct efi_cq_int **events;	/* FIFO of CQs with a pending event */
+	unsigned ev_head, ev_count, ev_cap;
+};
+
+struct efi_cq_int {
+	struct efi_cq pub;
+	pthread_mutex_t lock;
+	pthread_cond_t acked;
+	struct efi_wc *ring;
+	uint32_t mask;			/* ring size − 1 */
+	uint32_t head, tail;		/* consumer / producer */
+	uint64_t overflows;
+	int armed;			/* 0, 1 = any, 2 = solicited only */
+	unsigned events_got, events_acked;
+	_Atomic int users;		/* QPs */
+};
+
+/* Adds one completion (ctx->lock held; takes cq->lock).  solicited: a receive
+ * completion of a solicited message. */
+void efi_cq_push(struct efi_cq_int *cq, const struct efi_wc *wc, bool solicited);
+
+/* ---------------------------------------------------------------- QPs */
+
+struct efi_sge_int {
+	uint8_t *addr;
+	uint32_t length;
+};
+
+/* A send WQE. */
+struct efi_swqe {
+	uint64_t wr_id;
+	enum efi_wr_opcode opcode;
+	unsigned send_flags;
+	bool signaled;
+	uint32_t imm_be;
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint64_t compare_add, swap;
+	uint32_t length;		/* message bytes */
+	uint32_t num_sge;
+	struct efi_sge_int *sge;	/* max_send_sge */
+	uint8_t *inline_buf;		/* max_inline_data, data when INLINE */
+	bool is_inline;
+	/* transport */
+	uint32_t first_psn, npkts;	/* valid once started */
+	uint32_t read_done;		/* Read: bytes received so far */
+	enum efi_wc_status status;	/* a local error found at post time */
+	bool local_error;
+	uint8_t rnr_tries;
+};
+
+struct efi_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	struct efi_sge_int *sge;	/* max_recv_sge */
+	uint32_t length;
+	bool bad;			/* an SGE failed the lkey check */
+};
+
+/* A per-PSN send record: what each transmitted request packet was and when
+ * it left.  Go-back-N uses only the timestamps; selective retransmission,
+ * congestion control (RTT per packet) and multipath (path id) in the next
+ * version hang their state here without changing the queues. */
+struct efi_txrec {
+	uint32_t psn;
+	uint32_t wqe;			/* send queue index */
+	uint64_t tx_ns;
+	uint8_t path;			/* which socket/path it left on (0 for now) */
+	uint8_t retx;			/* times retransmitted */
+	uint8_t sacked;
+};
+
+enum efi_respq_kind { RESPQ_ACK, RESPQ_READ, RESPQ_ATOMIC };
+
+struct efi_respq_ent {
+	uint8_t kind;
+	uint8_t syndrome;		/* ACK: AETH syndrome */
+	uint32_t psn;			/* ACK/ATOMIC: its PSN; READ: next PSN to send */
+	uint32_t msn;
+	uint64_t ts_echo;
+	uint64_t orig;			/* ATOMIC */
+	uint32_t first_psn;		/* READ: PSN of its request */
+	uint8_t *src;			/* READ: next byte */
+	uint32_t left;			/* READ: bytes left */
+	uint32_t total;
+};
+
+struct efi_atomic_cache_ent {
+	bool valid;
+	uint32_t psn;
+	uint64_t orig;
+};
+
+struct efi_qp_int {
+	struct efi_qp pub;
+	struct efi_context_int *ctx;
+	struct efi_qp_init_attr init;	/* caps as allocated */
+	struct efi_qp_attr attr;	/* as last modified */
+	struct efi_counters cnt;
+
+	struct sockaddr_in6 peer;	/* from dgid and dest_qp_num */
+	uint32_t seg;			/* payload bytes per packet */
+	uint64_t rto_ns;		/* 0: infinite */
+	uint64_t min_rnr_ns;		/* the RNR timer we advertise */
+
+	/* send queue: ring of max_send_wr (power of two) */
+	struct efi_swqe *sq;
+	uint32_t sq_mask;
+	uint32_t sq_head;		/* oldest not completed */
+	uint32_t sq_started;		/* next WQE not given PSNs yet */
+	uint32_t sq_tail;		/* next free */
+	uint32_t snd_una;		/* oldest unacknowledged PSN */
+	uint32_t snd_nxt;		/* next PSN to (re)transmit */
+	uint32_t snd_max;		/* PSN of the next WQE to start */
+	uint32_t wqe_hint;		/* WQE index snd_nxt is probably in */
+	uint32_t pkts_since_ackreq;
+	unsigned rd_outstanding;	/* started Reads/atomics not completed */
+	uint64_t timer_start_ns;	/* retransmission timer reference */
+	unsigned retries;		/* timeouts in a row with no answer at all */
+	unsigned stalls;		/* timeouts in a row with answers but no progress */
+	bool peer_alive;		/* a response arrived since the timer started */
+	bool rnr_wait;
+	uint64_t rnr_until_ns;
+	uint32_t gap_nak_psn;		/* requester: Read response gap handled for */
+	bool gap_nak_valid;
+	struct efi_txrec *txrec;
+
+	/* receive queue */
+	struct efi_rwqe *rq;
+	uint32_t rq_mask, rq_head, rq_tail;
+
+	/* responder */
+	uint32_t rcv_psn;		/* next expected request PSN */
+	uint32_t msn;
+	bool nak_sent;			/* NAK sequence error sent for this gap */
+	enum { RESP_IDLE, RESP_SEND, RESP_WRITE } resp_op;
+	uint32_t resp_off;		/* SEND: bytes placed; */
+	uint8_t *write_ptr;		/* WRITE: next byte */
+	uint32_t write_left;
+	uint32_t write_total;
+	struct efi_respq_ent respq[EFI_RESPQ_SLOTS];
+	uint32_t respq_head, respq_count;
+	struct efi_atomic_cache_ent acache[EFI_ATOMIC_CACHE];
+	uint32_t acache_next;
+
+	struct efi_qp_int *next_active, *prev_active;	/* ctx->qp_list */
+};
+
+#define qp_of(q) ((struct efi_qp_int *)(q))
+
+/* qp.c */
+/* Moves the QP to ERR and flushes both queues (ctx->lock held). */
+void efi_qp_to_error(struct efi_qp_int *qp);
+uint64_t efi_rnr_timer_ns(unsigned code);
+
+/* transport (xport.c, requester.c, responder.c); all with ctx->lock held */
+/* Receives what is waiting, runs timers and sends what can be sent.
+ * Returns the number of datagrams handled. */
+int efi_xport_run(struct efi_context_int *ctx);
+/* Sends what the QP has to send now (Read responses, ACKs, requests). */
+void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp);
+void efi_req_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt);
+void efi_resp_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt);
+void efi_req_timers(struct efi_qp_int *qp, uint64_t now);
+/* Builds the next request packet at buf; returns its length (0: nothing to
+ * send) and the PSN after it in *next. */
+size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, uint8_t *buf, uint32_t *next, uint64_t now);
+bool efi_req_can_send(struct efi_qp_int *qp, uint64_t now);
+/* Builds the response at the head of the responder queue (entry e, from its
+ * current position); returns the length; *done says it finished the entry. */
+size_t efi_resp_build(struct efi_qp_int *qp, struct efi_respq_ent *e, uint8_t *buf, bool *done);
+void efi_resp_enqueue_ack(struct efi_qp_int *qp, uint8_t syndrome, uint32_t psn, uint64_t ts_echo);
+/* Completes a send WQE (ctx->lock held). */
+void efi_complete_send(struct efi_qp_int *qp, struct efi_swqe *w, enum efi_wc_status st);
+
+/* Copies len bytes between a flat buffer and an SGE list at byte offset off. */
+void efi_sge_copy_out(const struct efi_sge_int *sge, uint32_t nsge, uint32_t off, uint8_t *dst, uint32_t len);
+void efi_sge_copy_in(const struct efi_sge_int *sge, uint32_t nsge, uint32_t off, const uint8_t *src, uint32_t len);
+
+/* progress.c */
+int efi_progress_start(struct efi_context_int *ctx);
+void efi_progress_stop(struct efi_context_int *ctx);
+/* Hands the transport to the progress thread at once (a caller about to
+ * sleep, e.g. in efi_get_cq_event). */
+void efi_progress_kick(struct efi_context_int *ctx);
+
+/* device.c: a context over a given wire (ownership of wire passes).  Used by
+ * efi_open_device and by the unit tests; not exported. */
+struct efi_context *efi_context_create(struct efi_wire *wire, const struct efi_ctx_params *p,
+				       void *ctl);
+
+/* counters */
+void efi_counters_add(struct efi_counters *to, const struct efi_counters *from);
+static inline void efi_count_drop(struct efi_counters *c, enum efi_drop_reason r)
+{
+	c->drops++;
+	c->drop_reasons[r]++;
+}
+
+#endif

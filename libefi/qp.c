@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Queue pairs: creation, the verbs RC state machine (efi_modify_qp with its
+ * attribute masks), queries, flushing to ERR, destruction.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "efi_int.h"
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+static void qp_free_queues(struct efi_qp_int *qp)
+{
+	if (qp->sq) {
+		for (uint32_t i = 0; i <= qp->sq_mask; i++) {
+			free(qp->sq[i].sge);
+			free(qp->sq[i].inline_buf);
+		}
+	}
+	if (qp->rq)
+		for (uint32_t i = 0; i <= qp->rq_mask; i++)
+			free(qp->rq[i].sge);
+	free(qp->sq);
+	free(qp->rq);
+	free(qp->txrec);
+}
+
+static int qp_alloc_queues(struct efi_qp_int *qp, const struct efi_qp_cap *cap)
+{
+	/* One slot more than the cap: a ring keeps one free to tell full from empty. */
+	uint32_t ns = pow2_at_least(cap->max_send_wr + 1), nr = pow2_at_least(cap->max_recv_wr + 1);
+
+	qp->sq = calloc(ns, sizeof(*qp->sq));
+	qp->rq = calloc(nr, sizeof(*qp->rq));
+	qp->txrec = calloc(EFI_TXREC_SLOTS, sizeof(*qp->txrec));
+	if (!qp->sq || !qp->rq || !qp->txrec)
+		return -ENOMEM;
+	qp->sq_mask = ns - 1;
+	qp->rq_mask = nr - 1;
+	for (uint32_t i = 0; i < ns; i++) {
+		qp->sq[i].sge = calloc(cap->max_send_sge ? cap->max_send_sge : 1, sizeof(struct efi_sge_int));
+		if (!qp->sq[i].sge)
+			return -ENOMEM;
+		if (cap->max_inline_data && !(qp->sq[i].inline_buf = malloc(cap->max_inline_data)))
+			return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < nr; i++)
+		if (!(qp->rq[i].sge = calloc(cap->max_recv_sge ? cap->max_recv_sge : 1,
+					     sizeof(struct efi_sge_int))))
+			return -ENOMEM;
+	return 0;
+}
+
+/* Takes ctx->lock (the QP table). */
+struct efi_qp *efi_create_qp(struct efi_pd *pd, struct efi_qp_init_attr *ia)
+{
+	struct efi_context_int *ctx;
+	struct efi_qp_int *qp;
+	struct efi_qp_cap cap;
+	uint32_t idx;
+
+	if (!pd || !ia || ia->qp_type != EFI_QPT_RC || !ia->send_cq || !ia->recv_cq || ia->srq ||
+	    ia->send_cq->context != pd->context || ia->recv_cq->context != pd->context ||
+	    ia->cap.max_send_wr == 0 || ia->cap.max_recv_wr == 0 ||
+	    ia->cap.max_send_wr > EFI_MAX_QP_WR || ia->cap.max_recv_wr > EFI_MAX_QP_WR ||
+	    ia->cap.max_send_sge > EFI_MAX_SGE || ia->cap.max_recv_sge > EFI_MAX_SGE ||
+	    ia->cap.max_inline_data > EFI_MAX_INLINE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ctx = ctx_of(pd->context);
+	cap = ia->cap;
+	cap.max_send_wr = pow2_at_least(cap.max_send_wr);
+	cap.max_recv_wr = pow2_at_least(cap.max_recv_wr);
+	if (cap.max_send_sge == 0)
+		cap.max_send_sge = 1;
+	if (cap.max_recv_sge == 0)
+		cap.max_recv_sge = 1;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (qp_alloc_queues(qp, &cap) < 0) {
+		qp_free_queues(qp);
+		free(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	ia->cap = cap;
+	qp->init = *ia;
+	qp->ctx = ctx;
+	qp->pub.context = pd->context;
+	qp->pub.qp_context = ia->qp_context;
+	qp->pub.pd = pd;
+	qp->pub.send_cq = ia->send_cq;
+	qp->pub.recv_cq = ia->recv_cq;
+	qp->pub.qp_type = EFI_QPT_RC;
+	qp->pub.state = EFI_QPS_RESET;
+	qp->attr.qp_state = EFI_QPS_RESET;
+	qp->attr.cap = cap;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->nqp >= EFI_QPN_PER_BLOCK) {
+		pthread_mutex_unlock(&ctx->lock);
+		qp_free_queues(qp);
+		free(qp);
+		errno = ENOSPC;	/* TODO: ask efid for another port block */
+		return NULL;
+	}
+	idx = ctx->next_qp_index;
+	while (ctx->qps[idx])
+		idx = (idx + 1) % EFI_QPN_PER_BLOCK;
+	ctx->next_qp_index = (idx + 1) % EFI_QPN_PER_BLOCK;
+	ctx->qps[idx] = qp;
+	ctx->nqp++;
+	qp->next_active = ctx->qp_list;
+	if (ctx->qp_list)
+		ctx->qp_list->prev_active = qp;
+	ctx->qp_list = qp;
+	qp->pub.qp_num = ctx->p.qpn_base | idx;
+	qp->pub.handle = qp->pub.qp_num;
+	pthread_mutex_unlock(&ctx->lock);
+
+	atomic_fetch_add(&((struct efi_pd_int *)pd)->users, 1);
+	atomic_fetch_add(&((struct efi_cq_int *)ia->send_cq)->users, 1);
+	atomic_fetch_add(&((struct efi_cq_int *)ia->recv_cq)->users, 1);
+	return &qp->pub;
+}
+
+static void flush_wc(struct efi_qp_int *qp, struct efi_cq *cq, uint64_t wr_id, enum efi_wc_opcode op)
+{
+	struct efi_wc wc = {
+		.wr_id = wr_id, .status = EFI_WC_WR_FLUSH_ERR, .opcode = op,
+		.qp_num = qp->pub.qp_num,
+	};
+	efi_cq_push((struct efi_cq_int *)cq, &wc, false);
+}
+
+/* Flushes every outstanding WQE (ctx->lock held). */
+static void qp_flush(struct efi_qp_int *qp)
+{
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i = (i + 1) & qp->sq_mask)
+		flush_wc(qp, qp->pub.send_cq, qp->sq[i].wr_id, EFI_WC_SEND);
+	qp->sq_head = qp->sq_started = qp->sq_tail;
+	for (uint32_t i = qp->rq_head; i != qp->rq_tail; i = (i + 1) & qp->rq_mask)
+		flush_wc(qp, qp->pub.recv_cq, qp->rq[i].wr_id, EFI_WC_RECV);
+	qp->rq_head = qp->rq_tail;
+	qp->respq_count = 0;
+	qp->rd_outstanding = 0;
+	qp->snd_una = qp->snd_nxt = qp->snd_max;
+}
+
+void efi_qp_to_error(struct efi_qp_int *qp)
+{
+	qp->attr.qp_state = EFI_QPS_ERR;
+	qp->pub.state = EFI_QPS_ERR;
+	qp_flush(qp);
+}
+
+/* Forgets all queued work and transport state (ctx->lock held). */
+static void qp_reset(struct efi_qp_int *qp)
+{
+	struct efi_qp_cap cap = qp->attr.cap;
+
+	qp->sq_head = qp->sq_started = qp->sq_tail = 0;
+	qp->rq_head = qp->rq_tail = 0;
+	qp->respq_count = qp->respq_head = 0;
+	qp->rd_outstanding = 0;
+	qp->resp_op = RESP_IDLE;
+	qp->nak_sent = false;
+	qp->rnr_wait = false;
+	qp->retries = qp->stalls = 0;
+	qp->peer_alive = false;
+	qp->gap_nak_valid = false;
+	qp->pkts_since_ackreq = 0;
+	qp->msn = 0;
+	memset(qp->txrec, 0, EFI_TXREC_SLOTS * sizeof(*qp->txrec));
+	memset(qp->acache, 0, sizeof(qp->acache));
+	memset(&qp->attr, 0, sizeof(qp->attr));
+	qp->attr.cap = cap;
+	qp->attr.qp_state = EFI_QPS_RESET;
+	qp->pub.state = EFI_QPS_RESET;
+}
+
+uint64_t efi_rnr_timer_ns(unsigned code)
+{
+	/* The verbs/IBTA table, in µs × 100. */
+	static const uint32_t t[32] = {
+		6553600, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256,
+		384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384,
+		24576, 32768, 49152,
+	};
+	return (uint64_t)t[code & 31] * 10000ull;
+}
+
+#define M(x) EFI_QP_##x
+/* Allowed (required, optional) masks for each transition of an RC QP. */
+static bool transition_masks(enum efi_qp_state cur, enum efi_qp_state next, int *req, int *opt)
+{
+	*req = M(STATE);
+	*opt = 0;
+	if (next == EFI_QPS_RESET || next == EFI_QPS_ERR)
+		return true;
+	switch (cur) {
+	case EFI_QPS_RESET:
+		if (next != EFI_QPS_INIT)
+			return false;
+		*req |= M(ACCESS_FLAGS);
+		*opt = M(PKEY_INDEX) | M(PORT);
+		return true;
+	case EFI_QPS_INIT:
+		if (next == EFI_QPS_INIT) {
+			*opt = M(ACCESS_FLAGS) | M(PKEY_INDEX) | M(PORT);
+			return true;
+		}
+		if (next != EFI_QPS_RTR)
+			return false;
+		*req |= M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN) | M(MAX_DEST_RD_ATOMIC) |
+			M(MIN_RNR_TIMER);
+		*opt = M(ACCESS_FLAGS) | M(PKEY_INDEX);
+		return true;
+	case EFI_QPS_RTR:
+		if (next != EFI_QPS_RTS)
+			return false;
+		*req |= M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) | M(SQ_PSN) | M(MAX_QP_RD_ATOMIC);
+		*opt = M(ACCESS_FLAGS) | M(MIN_RNR_TIMER);
+		return true;
+	case EFI_QPS_RTS:
+	case EFI_QPS_SQD:
+		if (next != EFI_QPS_RTS && next != EFI_QPS_SQD)
+			return false;
+		*opt = M(ACCESS_FLAGS) | M(MIN_RNR_TIMER);
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool gid_is_v4(const union efi_gid *g)
+{
+	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	return memcmp(g->raw, pfx, 12) == 0;
+}
+
+#define EFI_ACCESS_ALL (EFI_ACCESS_LOCAL_WRITE | EFI_ACCESS_REMOTE_WRITE | \
+			EFI_ACCESS_REMOTE_READ | EFI_ACCESS_REMOTE_ATOMIC)
+
+/* Checks the attribute values the mask selects (ctx->lock held). */
+static int check_values(struct efi_qp_int *qp, const struct efi_qp_attr *a, int mask)
+{
+	struct efi_ctx_params *p = &qp->ctx->p;
+
+	if ((mask & M(ACCESS_FLAGS)) && (a->qp_access_flags & ~(unsigned)EFI_ACCESS_ALL))
+		return EINVAL;
+	if ((mask & M(PKEY_INDEX)) && a->pkey_index != 0)
+		return EINVAL;
+	if ((mask & M(PORT)) && a->port_num != 1)
+		return EINVAL;
+	if ((mask & M(AV))) {
+		if (!a->ah_attr.is_global || a->ah_attr.grh.sgid_index >= p->ngids ||
+		    gid_is_v4(&a->ah_attr.grh.dgid) != gid_is_v4(&p->gids[a->ah_attr.grh.sgid_index]))
+			return EINVAL;
+	}
+	if ((mask & M(PATH_MTU)) &&
+	    (a->path_mtu < EFI_MTU_256 || a->path_mtu > EFI_MTU_4096 ||
+	     a->path_mtu > efi_active_mtu(p->link_mtu)))
+		return EINVAL;
+	if ((mask & M(DEST_QPN)) && (a->dest_qp_num > EFI_QPN_MASK || a->dest_qp_num < EFI_QPN_PER_BLOCK))
+		return EINVAL;
+	if ((mask & M(RQ_PSN)) && a->rq_psn > EFI_PSN_MASK)
+		return EINVAL;
+	if ((mask & M(SQ_PSN)) && a->sq_psn > EFI_PSN_MASK)
+		return EINVAL;
+	if ((mask & M(RETRY_CNT)) && a->retry_cnt > 7)
+		return EINVAL;
+	if ((mask & M(RNR_RETRY)) && a->rnr_retry > 7)
+		return EINVAL;
+	if ((mask & M(MIN_RNR_TIMER)) && a->min_rnr_timer > 31)
+		return EINVAL;
+	if ((mask & M(TIMEOUT)) && a->timeout > 31)
+		return EINVAL;
+	if ((mask & M(MAX_QP_RD_ATOMIC)) && a->max_rd_atomic > EFI_MAX_RD_ATOMIC)
+		return EINVAL;
+	if ((mask & M(MAX_DEST_RD_ATOMIC)) && a->max_dest_rd_atomic > EFI_MAX_RD_ATOMIC)
+		return EINVAL;
+	return 0;
+}
+
+/* Takes ctx->lock. */
+int efi_modify_qp(struct efi_qp *pub, struct efi_qp_attr *a, int mask)
+{
+	struct efi_qp_int *qp = qp_of(pub);
+	struct efi_context_int *ctx;
+	enum efi_qp_state cur, next;
+	int req, opt, err;
+	const int known = M(STATE) | M(CUR_STATE) | M(ACCESS_FLAGS) | M(PKEY_INDEX) | M(PORT) |
+			  M(AV) | M(PATH_MTU) | M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) |
+			  M(RQ_PSN) | M(MAX_QP_RD_ATOMIC) | M(MIN_RNR_TIMER) | M(SQ_PSN) |
+			  M(MAX_DEST_RD_ATOMIC) | M(DEST_QPN);
+
+	if (!qp || !a || (mask & ~known))
+		return EINVAL;
+	ctx = qp->ctx;
+	pthread_mutex_lock(&ctx->lock);
+	cur = qp->attr.qp_state;
+	next = (mask & M(STATE)) ? a->qp_state : cur;
+	err = EINVAL;
+	if ((mask & M(CUR_STATE)) && a->cur_qp_state != cur)
+		goto out;
+	if (next > EFI_QPS_ERR || next == EFI_QPS_SQE)
+		goto out;
+	if (!transition_masks(cur, next, &req, &opt))
+		goto out;
+	if (!(mask & M(STATE)))
+		req &= ~M(STATE);	/* a same-state modify without STATE */
+	if ((mask & req) != req || (mask & ~(req | opt | M(STATE) | M(CUR_STATE))))
+		goto out;
+	if ((err = check_values(qp, a, mask)))
+		goto out;
+
+	if (next == EFI_QPS_RESET) {
+		qp_reset(qp);
+		goto ok;
+	}
+	if (next == EFI_QPS_ERR) {
+		efi_qp_to_error(qp);
+		goto ok;
+	}
+	if (mask & M(ACCESS_FLAGS))
+		qp->attr.qp_access_flags = a->qp_access_flags;
+	if (mask & M(PORT))
+		qp->attr.port_num = a->port_num;
+	if (mask & M(MIN_RNR_TIMER)) {
+		qp->attr.min_rnr_timer = a->min_rnr_timer;
+		qp->min_rnr_ns = efi_rnr_timer_ns(a->min_rnr_timer);
+	}
+	if (mask & M(AV))
+		qp->attr.ah_attr = a->ah_attr;
+	if (mask & M(PATH_MTU))
+		qp->attr.path_mtu = a->path_mtu;
+	if (mask & M(DEST_QPN))
+		qp->attr.dest_qp_num = a->dest_qp_num;
+	if (mask & M(RQ_PSN)) {
+		qp->attr.rq_psn = a->rq_psn;
+		qp->rcv_psn = a->rq_psn;
+	}
+	if (mask & M(MAX_DEST_RD_ATOMIC))
+		qp->attr.max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & M(MAX_QP_RD_ATOMIC))
+		qp->attr.max_rd_atomic = a->max_rd_atomic;
+	if (mask & M(TIMEOUT)) {
+		qp->attr.timeout = a->timeout;
+		qp->rto_ns = a->timeout ? (4096ull << a->timeout) : 0;
+		if (qp->rto_ns && qp->rto_ns < EFI_MIN_RTO_NS)
+			qp->rto_ns = EFI_MIN_RTO_NS;
+	}
+	if (mask & M(RETRY_CNT))
+		qp->attr.retry_cnt = a->retry_cnt;
+	if (mask & M(RNR_RETRY))
+		qp->attr.rnr_retry = a->rnr_retry;
+	if (mask & M(SQ_PSN)) {
+		qp->attr.sq_psn = a->sq_psn;
+		qp->snd_una = qp->snd_nxt = qp->snd_max = a->sq_psn;
+	}
+	if (next == EFI_QPS_RTR && cur == EFI_QPS_INIT) {
+		const union efi_gid *dgid = &qp->attr.ah_attr.grh.dgid;
+		memset(&qp->peer, 0, sizeof(qp->peer));
+		qp->peer.sin6_family = AF_INET6;
+		memcpy(&qp->peer.sin6_addr, dgid->raw, 16);
+		qp->peer.sin6_port = htons((uint16_t)(ctx->p.port_base + (qp->attr.dest_qp_num >> 12)));
+		qp->seg = efi_pkt_seg_payload(ctx->p.link_mtu, !gid_is_v4(dgid),
+					      (uint32_t)efi_mtu_to_num(qp->attr.path_mtu));
+		if (qp->seg == 0)
+			goto out;
+		qp->resp_op = RESP_IDLE;
+		qp->nak_sent = false;
+	}
+	if (next == EFI_QPS_RTS && cur == EFI_QPS_RTR)
+		qp->timer_start_ns = efi_now_ns();
+	qp->attr.qp_state = next;
+	qp->pub.state = next;
+	qp->attr.sq_draining = next == EFI_QPS_SQD;
+ok:
+	err = 0;
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	return err;
+}
+#undef M
+
+/* Takes ctx->lock. */
+int efi_query_qp(struct efi_qp *pub, struct efi_qp_attr *attr, int attr_mask,
+		 struct efi_qp_init_attr *init_attr)
+{
+	struct efi_qp_int *qp = qp_of(pub);
+
+	(void)attr_mask;
+	if (!qp || !attr || !init_attr)
+		return EINVAL;
+	pthread_mutex_lock(&qp->ctx->lock);
+	*attr = qp->attr;
+	attr->cur_qp_state = qp->attr.qp_state;
+	attr->sq_psn = qp->attr.sq_psn;
+	*init_attr = qp->init;
+	qp->pub.state = qp->attr.qp_state;
+	pthread_mutex_unlock(&qp->ctx->lock);
+	return 0;
+}
+
+/* Takes ctx->lock: flushes, then unlinks the QP so no packet finds it. */
+int efi_destroy_qp(struct efi_qp *pub)
+{
+	struct efi_qp_int *qp = qp_of(pub);
+	struct efi_context_int *ctx;
+
+	if (!qp)
+		return 0;
+	ctx = qp->ctx;
+	pthread_mutex_lock(&ctx->lock);
+	qp_flush(qp);
+	ctx->qps[qp->pub.qp_num & (EFI_QPN_PER_BLOCK - 1)] = NULL;
+	ctx->nqp--;
+	if (qp->prev_active)
+		qp->prev_active->next_active = qp->next_active;
+	else
+		ctx->qp_list = qp->next_active;
+	if (qp->next_active)
+		qp->next_active->prev_active = qp->prev_active;
+	efi_counters_add(&ctx->dead, &qp->cnt);
+	pthread_mutex_unlock(&ctx->lock);
+	atomic_fetch_sub(&((struct efi_pd_int *)qp->pub.pd)->users, 1);
+	atomic_fetch_sub(&((struct efi_cq_int *)qp->pub.send_cq)->users, 1);
+	atomic_fetch_sub(&((struct efi_cq_int *)qp->pub.recv_cq)->users, 1);
+	qp_free_queues(qp);
+	free(qp);
+	return 0;
+}
+
+/* Takes ctx->lock. */
+int efi_query_qp_counters(struct efi_qp *pub, struct efi_counters *c)
+{
+	struct efi_qp_int *qp = qp_of(pub);
+
+	if (!qp || !c)
+		return EINVAL;
+	pthread_mutex_lock(&qp->ctx->lock);
+	*c = qp->cnt;
+	pthread_mutex_unlock(&qp->ctx->lock);
+	return 0;
+}

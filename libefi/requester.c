@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The requester side of the RC transport: starting WQEs (PSN assignment),
+ * segmentation into request packets, acknowledgement processing, Read
+ * response placement, atomic results, go-back-N retransmission on timeout or
+ * NAK, RNR waits.  Everything here runs with ctx->lock held.
+ *
+ * PSN state: snd_una (oldest unacknowledged), snd_nxt (next to (re)send),
+ * snd_max (first PSN of the next WQE to start).  WQEs [sq_head, sq_started)
+ * have PSNs; [sq_started, sq_tail) wait.  Retransmission rewinds snd_nxt to
+ * snd_una and rebuilds packets from the WQEs, so no packet copy is kept; the
+ * per-PSN txrec ring holds what a selective scheme needs (send time, retx
+ * count, path).
+ */
+#include <string.h>
+
+#include "efi_int.h"
+
+static bool wqe_is_rd(const struct efi_swqe *w)
+{
+	return w->opcode == EFI_WR_RDMA_READ || w->opcode == EFI_WR_ATOMIC_CMP_AND_SWP ||
+	       w->opcode == EFI_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static enum efi_wc_opcode wc_opcode(enum efi_wr_opcode op)
+{
+	switch (op) {
+	case EFI_WR_RDMA_WRITE:
+	case EFI_WR_RDMA_WRITE_WITH_IMM:
+		return EFI_WC_RDMA_WRITE;
+	case EFI_WR_RDMA_READ:
+		return EFI_WC_RDMA_READ;
+	case EFI_WR_ATOMIC_CMP_AND_SWP:
+		return EFI_WC_COMP_SWAP;
+	case EFI_WR_ATOMIC_FETCH_AND_ADD:
+		return EFI_WC_FETCH_ADD;
+	default:
+		return EFI_WC_SEND;
+	}
+}
+
+void efi_complete_send(struct efi_qp_int *qp, struct efi_swqe *w, enum efi_wc_status st)
+{
+	struct efi_wc wc;
+
+	if (st == EFI_WC_SUCCESS && !w->signaled)
+		return;
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = w->wr_id;
+	wc.status = st;
+	wc.opcode = wc_opcode(w->opcode);
+	wc.qp_num = qp->pub.qp_num;
+	if (w->opcode == EFI_WR_RDMA_READ)
+		wc.byte_len = w->length;
+	else if (w->opcode == EFI_WR_ATOMIC_CMP_AND_SWP || w->opcode == EFI_WR_ATOMIC_FETCH_AND_ADD)
+		wc.byte_len = 8;
+	efi_cq_push((struct efi_cq_int *)qp->pub.send_cq, &wc, false);
+}
+
+/* Pops the head WQE with status st (success or error). */
+static void pop_head(struct efi_qp_int *qp, enum efi_wc_status st)
+{
+	struct efi_swqe *w = &qp->sq[qp->sq_head];
+
+	if (qp->sq_head == qp->sq_started)
+		return;
+	if (wqe_is_rd(w) && qp->rd_outstanding)
+		qp->rd_outstanding--;
+	qp->sq_head = (qp->sq_head + 1) & qp->sq_mask;
+	efi_complete_send(qp, w, st);
+}
+
+/* Fails the head WQE with st and moves the QP to ERR (flushing the rest). */
+static void fail_head(struct efi_qp_int *qp, enum efi_wc_status st)
+{
+	pop_head(qp, st);
+	efi_qp_to_error(qp);
+}
+
+static void progress_made(struct efi_qp_int *qp, uint64_t now)
+{
+	qp->retries = 0;
+	qp->stalls = 0;
+	qp->timer_start_ns = now;
+	qp->gap_nak_valid = false;
+}
+
+static uint32_t wqe_last_psn(const struct efi_swqe *w)
+{
+	return efi_psn_add(w->first_psn, w->npkts - 1);
+}
+
+/* Index of the started WQE whose PSN range holds psn, or UINT32_MAX. */
+static uint32_t wqe_for_psn(struct efi_qp_int *qp, uint32_t psn)
+{
+	uint32_t i = qp->wqe_hint;
+
+	/* The hint (where the last packet came from) is right nearly always. */
+	for (int k = 0; k < 2; k++, i = (i + 1) & qp->sq_mask) {
+		if (((i - qp->sq_head) & qp->sq_mask) >= ((qp->sq_started - qp->sq_head) & qp->sq_mask))
+			break;
+		struct efi_swqe *w = &qp->sq[i];
+		if (!efi_psn_before(psn, w->first_psn) && !efi_psn_after(psn, wqe_last_psn(w)))
+			return i;
+	}
+	for (i = qp->sq_head; i != qp->sq_started; i = (i + 1) & qp->sq_mask) {
+		struct efi_swqe *w = &qp->sq[i];
+		if (!efi_psn_before(psn, w->first_psn) && !efi_psn_after(psn, wqe_last_psn(w)))
+			return qp->wqe_hint = i;
+	}
+	return UINT32_MAX;
+}
+
+/* Everything up to and including psn a has been acknowledged by an ACK (not
+ * a response): completes Sends and Writes; a Read or atomic an ACK passes
+ * lost its response, so the requester goes back to it (implied NAK). */
+static void ack_upto(struct efi_qp_int *qp, uint32_t a, uint64_t now)
+{
+	uint32_t una = qp->snd_una;
+
+	while (qp->sq_head != qp->sq_started) {
+		struct efi_swqe *w = &qp->sq[qp->sq_head];
+		uint32_t last = wqe_last_psn(w);
+
+		if (wqe_is_rd(w)) {
+			if (!efi_psn_before(a, w->first_psn)) {
+				if (efi_psn_before(qp->snd_una, w->first_psn))
+					qp->snd_una = w->first_psn;
+				qp->snd_nxt = qp->snd_una;
+			}
+			break;
+		}
+		if (efi_psn_after(last, a)) {
+			if (efi_psn_after(efi_psn_add(a, 1), qp->snd_una))
+				qp->snd_una = efi_psn_add(a, 1);
+			break;
+		}
+		qp->snd_una = efi_psn_add(last, 1);
+		pop_head(qp, EFI_WC_SUCCESS);
+	}
+	if (efi_psn_after(qp->snd_una, qp->snd_nxt))
+		qp->snd_nxt = qp->snd_una;
+	if (qp->snd_una != una)
+		progress_made(qp, now);
+}
+
+/* Handles a response packet (ACK, NAK, Read response, atomic ACK). */
+void efi_req_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
+{
+	uint64_t now = efi_now_ns();
+	uint32_t p = pkt->psn;
+	uint32_t idx;
+	struct efi_swqe *w;
+
+	/* Anything not in [snd_una − 1, snd_max) answers nothing outstanding. */
+	if (efi_psn_before(p, efi_psn_add(qp->snd_una, EFI_PSN_MASK)) || !efi_psn_before(p, qp->snd_max)) {
+		efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
+		return;
+	}
+	EFI_TRACE("ack qp %x syn %02x psn %x una %x nxt %x\n", qp->pub.qp_num, pkt->aeth.syndrome, p, qp->snd_una, qp->snd_nxt);
+	if (pkt->opcode == EFI_OP_ACK) {
+		uint8_t kind = pkt->aeth.syndrome & EFI_AETH_KIND_MASK;
+		uint8_t val = pkt->aeth.syndrome & EFI_AETH_VALUE_MASK;
+
+		if (kind == EFI_AETH_ACK) {
+			if (!efi_psn_before(p, qp->snd_una))
+				ack_upto(qp, p, now);
+			return;
+		}
+		if (efi_psn_before(p, qp->snd_una))
+			return;	/* a stale NAK for something already acknowledged */
+		ack_upto(qp, efi_psn_add(p, EFI_PSN_MASK), now);	/* PSNs before p are done */
+		if (kind == EFI_AETH_RNR_NAK) {
+			qp->cnt.rnr_naks_received++;
+			if (qp->sq_head == qp->sq_started)
+				return;
+			w = &qp->sq[qp->sq_head];
+			if (qp->attr.rnr_retry != 7 && ++w->rnr_tries > qp->attr.rnr_retry) {
+				fail_head(qp, EFI_WC_RNR_RETRY_EXC_ERR);
+				return;
+			}
+			qp->rnr_wait = true;
+			qp->rnr_until_ns = now + efi_rnr_timer_ns(val);
+			qp->snd_nxt = p;
+			return;
+		}
+		/* NAK */
+		if (val == EFI_NAK_PSN_SEQ_ERR) {
+			qp->cnt.seq_naks_received++;
+			if (efi_psn_after(qp->snd_nxt, p))
+				qp->snd_nxt = p;
+			return;
+		}
+		fail_head(qp, val == EFI_NAK_REM_ACCESS ? EFI_WC_REM_ACCESS_ERR :
+			      val == EFI_NAK_INV_REQ ? EFI_WC_REM_INV_REQ_ERR : EFI_WC_REM_OP_ERR);
+		return;
+	}
+
+	/* Read responses and atomic ACKs: find the WQE they answer. */
+	idx = wqe_for_psn(qp, p);
+	EFI_TRACE("resp qp %x op %s psn %x una %x\n", qp->pub.qp_num, efi_pkt_opcode_name(pkt->opcode), p, qp->snd_una);
+	if (idx == UINT32_MAX || !wqe_is_rd(&qp->sq[idx])) {
+		efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
+		return;
+	}
+	w = &qp->sq[idx];
+	if ((pkt->opcode == EFI_OP_ATOMIC_ACK) != (w->opcode != EFI_WR_RDMA_READ)) {
+		efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
+		return;
+	}
+	/* A response acknowledges every PSN before its request. */
+	if (efi_psn_after(w->first_psn, qp->snd_una))
+		ack_upto(qp, efi_psn_add(w->first_psn, EFI_PSN_MASK), now);
+	if (qp->sq_head != idx || p != qp->snd_una) {
+		/* A response ahead of the one expected: one went missing.  Ask
+		 * again from snd_una, once per gap. */
+		if (qp->sq_head == idx && efi_psn_after(p, qp->snd_una) &&
+		    !(qp->gap_nak_valid && qp->gap_nak_psn == qp->snd_una)) {
+			qp->gap_nak_valid = true;
+			qp->gap_nak_psn = qp->snd_una;
+			qp->snd_nxt = qp->snd_una;
+		}
+		efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
+		return;
+	}
+	if (pkt->opcode == EFI_OP_ATOMIC_ACK) {
+		uint64_t orig = pkt->atomic_orig;
+		efi_sge_copy_in(w->sge, w->num_sge, 0, (const uint8_t *)&orig, 8);
+		qp->snd_una = efi_psn_add(p, 1);
+		if (efi_psn_after(qp->snd_una, qp->snd_nxt))
+			qp->snd_nxt = qp->snd_una;
+		pop_head(qp, EFI_WC_SUCCESS);
+		progress_made(qp, now);
+		return;
+	}
+	/* Every response but the Read's last carries a full segment: that
+	 * is what places packet k at k × seg. */
+	if (pkt->payload_len > w->length - w->read_done ||
+	    (p != wqe_last_psn(w) && pkt->payload_len != qp->seg)) {
+		fail_head(qp, EFI_WC_BAD_RESP_ERR);
+		return;
+	}
+	efi_sge_copy_in(w->sge, w->num_sge, w->read_done, pkt->payload, (uint32_t)pkt->payload_len);
+	w->read_done += (uint32_t)pkt->payload_len;
+	qp->snd_una = efi_psn_add(p, 1);
+	progress_made(qp, now);
+	/* The last response of the last chunk completes the Read. */
+	if ((pkt->flags & EFI_PKT_F_LAST) && p == wqe_last_psn(w)) {
+		if (w->read_done != w->length) {
+			fail_head(qp, EFI_WC_BAD_RESP_ERR);
+			return;
+		}
+		pop_head(qp, EFI_WC_SUCCESS);
+	}
+	if (efi_psn_after(qp->snd_una, qp->snd_nxt))
+		qp->snd_nxt = qp->snd_una;
+}
+
+/* Retransmission and RNR timers. */
+void efi_req_timers(struct efi_qp_int *qp, uint64_t now)
+{
+	if (qp->attr.qp_state != EFI_QPS_RTS && qp->attr.qp_state != EFI_QPS_SQD)
+		return;
+	if (qp->rnr_wait) {
+		if (now >= qp->rnr_until_ns) {
+			qp->rnr_wait = false;
+			qp->timer_start_ns = now;
+		}
+		return;
+	}
+	if (qp->snd_una == qp->snd_nxt || !qp->rto_ns || now - qp->timer_start_ns < qp->rto_ns)
+		return;
+	qp->cnt.timeouts++;
+	/* Only silence counts against retry_cnt: when the peer answered
+	 * during this period (responses that did not advance snd_una, e.g.
+	 * behind a lost packet), it is alive and the loss is repaired by
+	 * going back, however long a backlog takes to drain. */
+	if (qp->peer_alive && qp->stalls++ < EFI_MAX_STALLS) {
+		qp->peer_alive = false;
+		qp->snd_nxt = qp->snd_una;
+		qp->timer_start_ns = now;
+		return;
+	}
+	EFI_TRACE("timeout qp %x: una %x nxt %x max %x head op %d first %x npkts %u read_done %u retries %u\n",
+		  qp->pub.qp_num, qp->snd_una, qp->snd_nxt, qp->snd_max, qp->sq[qp->sq_head].opcode,
+		  qp->sq[qp->sq_head].first_psn, qp->sq[qp->sq_head].npkts, qp->sq[qp->sq_head].read_done,
+		  qp->retries);
+	if (++qp->retries > qp->attr.retry_cnt) {
+		fail_head(qp, EFI_WC_RETRY_EXC_ERR);
+		return;
+	}
+	qp->snd_nxt = qp->snd_una;
+	qp->timer_start_ns = now;
+}
+
+/* Whether a request packet can go now; starts the next WQE when snd_nxt
+ * has reached snd_max. */
+bool efi_req_can_send(struct efi_qp_int *qp, uint64_t now)
+{
+	struct efi_swqe *w;
+	uint32_t max_rd;
+
+	(void)now;
+	if (qp->rnr_wait || efi_psn_diff(qp->snd_nxt, qp->snd_una) >= (int32_t)EFI_SEND_WINDOW)
+		return false;
+	if (qp->snd_nxt != qp->snd_max)
+		return true;
+	if (qp->sq_started == qp->sq_tail || qp->attr.qp_state != EFI_QPS_RTS)
+		return false;
+	w = &qp->sq[qp->sq_started];
+	if (w->local_error) {
+		if (qp->sq_head == qp->sq_started) {
+			qp->sq_started = (qp->sq_started + 1) & qp->sq_mask;
+			w->first_psn = qp->snd_max;
+			w->npkts = 1;
+			fail_head(qp, w->status);
+		}
+		return false;
+	}
+	max_rd = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
+	if ((w->send_flags & EFI_SEND_FENCE) && qp->rd_outstanding)
+		return false;
+	if (wqe_is_rd(w) && qp->rd_outstanding >= max_rd)
+		return false;
+	w->first_psn = qp->snd_max;
+	w->npkts = w->opcode == EFI_WR_RDMA_READ || !wqe_is_rd(w) ? efi_pkt_count(w->length, qp->seg) : 1;
+	w->read_done = 0;
+	if (wqe_is_rd(w))
+		qp->rd_outstanding++;
+	qp->snd_max = efi_psn_add(qp->snd_max, w->npkts);
+	qp->sq_started = (qp->sq_started + 1) & qp->sq_mask;
+	return true;
+}
+
+static uint8_t data_opcode(const struct efi_swqe *w, uint32_t k)
+{
+	bool first = k == 0, last = k == w->npkts - 1;
+	bool send = w->opcode == EFI_WR_SEND || w->opcode == EFI_WR_SEND_WITH_IMM;
+	bool imm = w->opcode == EFI_WR_SEND_WITH_IMM || w->opcode == EFI_WR_RDMA_WRITE_WITH_IMM;
+
+	if (first && last)
+		return send ? (imm ? EFI_OP_SEND_ONLY_IMM : EFI_OP_SEND_ONLY)
+			    : (imm ? EFI_OP_WRITE_ONLY_IMM : EFI_OP_WRITE_ONLY);
+	if (first)
+		return send ? EFI_OP_SEND_FIRST : EFI_OP_WRITE_FIRST;
+	if (last)
+		return send ? (imm ? EFI_OP_SEND_LAST_IMM : EFI_OP_SEND_LAST)
+			    : (imm ? EFI_OP_WRITE_LAST_IMM : EFI_OP_WRITE_LAST);
+	return send ? EFI_OP_SEND_MIDDLE : EFI_OP_WRITE_MIDDLE;
+}
+
+size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, uint8_t *buf, uint32_t *next, uint64_t now)
+{
+	uint32_t idx = wqe_for_psn(qp, psn), k, plen = 0;
+	struct efi_swqe *w;
+	struct efi_pkt h;
+	struct efi_txrec *rec;
+	size_t hl;
+
+	if (idx == UINT32_MAX)
+		return 0;
+	w = &qp->sq[idx];
+	k = (uint32_t)efi_psn_diff(psn, w->first_psn);
+	memset(&h, 0, sizeof(h));
+	h.version = EFI_WIRE_VERSION;
+	h.dest_qpn = qp->attr.dest_qp_num;
+	h.src_qpn = qp->pub.qp_num;
+	h.psn = psn;
+	h.tx_ts = now;
+	*next = efi_psn_add(psn, 1);
+	switch (w->opcode) {
+	case EFI_WR_RDMA_READ: {
+		/* A long Read goes out as several requests of at most
+		 * EFI_READ_CHUNK response packets, paced by the send window
+		 * like Writes, so the responder never has more in flight than
+		 * the window allows. */
+		/* Chunks start at fixed offsets: a request sent again from
+		 * the middle of one never asks past that chunk's end, which
+		 * the responder may not have accepted yet. */
+		uint32_t end = (k / EFI_READ_CHUNK + 1) * EFI_READ_CHUNK;
+		uint32_t chunk = (end < w->npkts ? end : w->npkts) - k;
+		uint64_t off = (uint64_t)k * qp->seg;
+		h.opcode = EFI_OP_READ_REQUEST;
+		h.reth.va = w->remote_addr + off;
+		h.reth.rkey = w->rkey;
+		h.reth.dma_len = (uint32_t)((uint64_t)chunk * qp->seg < w->length - off
+					    ? (uint64_t)chunk * qp->seg : w->length - off);
+		h.flags = EFI_PKT_F_ACKREQ;
+		*next = efi_psn_add(psn, chunk);
+		break;
+	}
+	case EFI_WR_ATOMIC_CMP_AND_SWP:
+	case EFI_WR_ATOMIC_FETCH_AND_ADD:
+		h.opcode = w->opcode == EFI_WR_ATOMIC_CMP_AND_SWP ? EFI_OP_CMP_SWP : EFI_OP_FETCH_ADD;
+		h.atomic.va = w->remote_addr;
+		h.atomic.rkey = w->rkey;
+		if (w->opcode == EFI_WR_ATOMIC_CMP_AND_SWP) {
+			h.atomic.swap_add = w->swap;
+			h.atomic.compare = w->compare_add;
+		} else {
+			h.atomic.swap_add = w->compare_add;
+		}
+		h.flags = EFI_PKT_F_ACKREQ;
+		break;
+	default: {
+		uint32_t off = k * qp->seg;
+		plen = w->length - off < qp->seg ? w->length - off : qp->seg;
+		h.opcode = data_opcode(w, k);
+		h.reth.va = w->remote_addr;
+		h.reth.rkey = w->rkey;
+		h.reth.dma_len = w->length;
+		h.imm_be = w->imm_be;
+		if (k == w->npkts - 1) {
+			h.flags |= EFI_PKT_F_ACKREQ;
+			if ((w->send_flags & EFI_SEND_SOLICITED) &&
+			    (w->opcode != EFI_WR_RDMA_WRITE))
+				h.flags |= EFI_PKT_F_SOLICITED;
+		} else if (++qp->pkts_since_ackreq >= EFI_ACKREQ_EVERY) {
+			h.flags |= EFI_PKT_F_ACKREQ;
+		}
+		break;
+	}
+	}
+	if (h.flags & EFI_PKT_F_ACKREQ)
+		qp->pkts_since_ackreq = 0;
+	hl = efi_pkt_build_hdr(buf, EFI_PKTBUF_SIZE, &h);
+	if (!hl)
+		return 0;
+	if (plen)
+		efi_sge_copy_out(w->sge, w->num_sge, k * qp->seg, buf + hl, plen);
+	rec = &qp->txrec[psn & (EFI_TXREC_SLOTS - 1)];
+	if (rec->psn == psn && rec->tx_ns) {
+		rec->retx++;
+		qp->cnt.retransmissions++;
+	} else {
+		rec->psn = psn;
+		rec->retx = 0;
+	}
+	rec->wqe = idx;
+	rec->tx_ns = now;
+	rec->path = 0;
+	rec->sacked = 0;
+	return hl + plen;
+}

@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The responder side of the RC transport: in-order acceptance of request
+ * packets, duplicate detection (re-ACK, Read replay, atomic replay from the
+ * cache), NAK PSN sequence error once per gap, RNR NAK when no receive is
+ * posted, rkey/bounds/access checks before any byte of target memory is
+ * touched, placement of Sends into receive SGEs and of Writes into MRs, and
+ * the output queue of responses (ACKs, Read responses, atomic ACKs) that the
+ * transmit path drains in PSN order.  Everything runs with ctx->lock held.
+ */
+#include <string.h>
+
+#include "efi_int.h"
+
+static struct efi_respq_ent *respq_tail(struct efi_qp_int *qp)
+{
+	if (!qp->respq_count)
+		return NULL;
+	return &qp->respq[(qp->respq_head + qp->respq_count - 1) % EFI_RESPQ_SLOTS];
+}
+
+static struct efi_respq_ent *respq_add(struct efi_qp_int *qp)
+{
+	struct efi_respq_ent *e;
+
+	if (qp->respq_count == EFI_RESPQ_SLOTS)
+		return NULL;
+	e = &qp->respq[(qp->respq_head + qp->respq_count) % EFI_RESPQ_SLOTS];
+	qp->respq_count++;
+	memset(e, 0, sizeof(*e));
+	return e;
+}
+
+/* Queues an ACK or NAK; consecutive plain ACKs coalesce into one. */
+void efi_resp_enqueue_ack(struct efi_qp_int *qp, uint8_t syndrome, uint32_t psn, uint64_t ts_echo)
+{
+	struct efi_respq_ent *e = respq_tail(qp);
+
+	if (syndrome == (EFI_AETH_ACK | EFI_AETH_CREDITS_NONE) && e && e->kind == RESPQ_ACK &&
+	    e->syndrome == syndrome) {
+		e->psn = psn;
+		e->msn = qp->msn;
+		e->ts_echo = ts_echo;
+		return;
+	}
+	if (!(e = respq_add(qp)))
+		return;	/* the requester's timer recovers */
+	e->kind = RESPQ_ACK;
+	e->syndrome = syndrome;
+	e->psn = psn;
+	e->msn = qp->msn;
+	e->ts_echo = ts_echo;
+}
+
+static void nak(struct efi_qp_int *qp, const struct efi_pkt *pkt, enum efi_nak_code code)
+{
+	EFI_TRACE("NAK qp %x code %d psn %x\n", qp->pub.qp_num, code, pkt->psn);
+	/* The QP goes to ERR first (flushing receives); the NAK still leaves. */
+	efi_qp_to_error(qp);
+	efi_resp_enqueue_ack(qp, EFI_AETH_NAK | code, pkt->psn, pkt->tx_ts);
+}
+
+static void recv_complete(struct efi_qp_int *qp, const struct efi_pkt *pkt, enum efi_wc_status st,
+			  enum efi_wc_opcode op, uint32_t byte_len)
+{
+	struct efi_rwqe *r = &qp->rq[qp->rq_head];
+	struct efi_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = r->wr_id;
+	wc.status = st;
+	wc.opcode = op;
+	wc.byte_len = byte_len;
+	wc.qp_num = qp->pub.qp_num;
+	wc.src_qp = pkt->src_qpn;
+	if (pkt->hdrs & EFI_HDR_IMMDT) {
+		wc.imm_data = pkt->imm_be;
+		wc.wc_flags |= EFI_WC_WITH_IMM;
+	}
+	qp->rq_head = (qp->rq_head + 1) & qp->rq_mask;
+	efi_cq_push((struct efi_cq_int *)qp->pub.recv_cq, &wc, pkt->flags & EFI_PKT_F_SOLICITED);
+}
+
+/* A receive WQE for a packet that needs one; false after queueing an RNR
+ * NAK (or failing the QP for a receive with a bad SGE). */
+static bool need_rwqe(struct efi_qp_int *qp, const struct efi_pkt *pkt)
+{
+	if (qp->rq_head == qp->rq_tail) {
+		qp->cnt.rnr_naks_sent++;
+		efi_resp_enqueue_ack(qp, EFI_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 31), pkt->psn,
+				     pkt->tx_ts);
+		return false;
+	}
+	if (qp->rq[qp->rq_head].bad) {
+		recv_complete(qp, pkt, EFI_WC_LOC_PROT_ERR, EFI_WC_RECV, 0);
+		nak(qp, pkt, EFI_NAK_REM_OP);
+		return false;
+	}
+	return true;
+}
+
+static bool is_send(uint8_t op)
+{
+	return op <= EFI_OP_SEND_ONLY_IMM;
+}
+
+static bool is_write(uint8_t op)
+{
+	return op >= EFI_OP_WRITE_FIRST && op <= EFI_OP_WRITE_ONLY_IMM;
+}
+
+static bool rd_room(struct efi_qp_int *qp)
+{
+	unsigned n = 0;
+	for (uint32_t i = 0; i < qp->respq_count; i++)
+		if (qp->respq[(qp->respq_head + i) % EFI_RESPQ_SLOTS].kind != RESPQ_ACK)
+			n++;
+	return n < EFI_MAX_RD_ATOMIC + 1 && qp->respq_count + 2 <= EFI_RESPQ_SLOTS;
+}
+
+static void handle_send(struct efi_qp_int *qp, const struct efi_pkt *pkt)
+{
+	uint8_t op = pkt->opcode;
+	bool first = pkt->flags & EFI_PKT_F_FIRST, last = pkt->flags & EFI_PKT_F_LAST;
+	struct efi_rwqe *r;
+
+	if ((first && qp->resp_op != RESP_IDLE) || (!first && qp->resp_op != RESP_SEND)) {
+		nak(qp, pkt, EFI_NAK_INV_REQ);
+		return;
+	}
+	if (first) {
+		if (!need_rwqe(qp, pkt))
+			return;
+		qp->resp_off = 0;
+	}
+	r = &qp->rq[qp->rq_head];
+	if (pkt->payload_len > r->length - qp->resp_off) {
+		recv_complete(qp, pkt, EFI_WC_LOC_LEN_ERR, EFI_WC_RECV, 0);
+		nak(qp, pkt, EFI_NAK_INV_REQ);
+		return;
+	}
+	efi_sge_copy_in(r->sge, r->num_sge, qp->resp_off, pkt->payload, (uint32_t)pkt->payload_len);
+	qp->resp_off += (uint32_t)pkt->payload_len;
+	qp->rcv_psn = efi_psn_add(qp->rcv_psn, 1);
+	if (last) {
+		qp->msn = (qp->msn + 1) & EFI_MSN_MASK;
+		qp->resp_op = RESP_IDLE;
+		recv_complete(qp, pkt, EFI_WC_SUCCESS, EFI_WC_RECV, qp->resp_off);
+	} else {
+		qp->resp_op = RESP_SEND;
+	}
+	(void)op;
+}
+
+static void handle_write(struct efi_qp_int *qp, const struct efi_pkt *pkt)
+{
+	bool first = pkt->flags & EFI_PKT_F_FIRST, last = pkt->flags & EFI_PKT_F_LAST;
+	bool imm = pkt->flags & EFI_PKT_F_IMM;
+
+	if ((first && qp->resp_op != RESP_IDLE) || (!first && qp->resp_op != RESP_WRITE)) {
+		nak(qp, pkt, EFI_NAK_INV_REQ);
+		return;
+	}
+	if (last && imm && !need_rwqe(qp, pkt))
+		return;
+	if (first) {
+		uint32_t len = pkt->reth.dma_len;
+		if (len) {
+			struct efi_mr_int *mr;
+			if (!(qp->attr.qp_access_flags & EFI_ACCESS_REMOTE_WRITE) ||
+			    !(mr = efi_mr_check(qp->ctx, pkt->reth.rkey, qp->pub.pd, pkt->reth.va, len,
+						EFI_ACCESS_REMOTE_WRITE))) {
+				nak(qp, pkt, EFI_NAK_REM_ACCESS);
+				return;
+			}
+		}
+		qp->write_ptr = (uint8_t *)(uintptr_t)pkt->reth.va;
+		qp->write_left = qp->write_total = len;
+	}
+	if (pkt->payload_len > qp->write_left || (last && pkt->payload_len != qp->write_left)) {
+		nak(qp, pkt, EFI_NAK_INV_REQ);
+		return;
+	}
+	if (pkt->payload_len)
+		memcpy(qp->write_ptr, pkt->payload, pkt->payload_len);
+	qp->write_ptr += pkt->payload_len;
+	qp->write_left -= (uint32_t)pkt->payload_len;
+	qp->rcv_psn = efi_psn_add(qp->rcv_psn, 1);
+	if (last) {
+		qp->msn = (qp->msn + 1) & EFI_MSN_MASK;
+		qp->resp_op = RESP_IDLE;
+		if (imm)
+			recv_complete(qp, pkt, EFI_WC_SUCCESS, EFI_WC_RECV_RDMA_WITH_IMM, qp->write_total);
+	} else {
+		qp->resp_op = RESP_WRITE;
+	}
+}
+
+/* Queues a Read's responses from PSN psn (a new or a duplicate request). */
+static bool queue_read(struct efi_qp_int *qp, const struct efi_pkt *pkt)
+{
+	struct efi_respq_ent *e;
+	uint32_t len = pkt->reth.dma_len;
+
+	if (len && (!(qp->attr.qp_access_flags & EFI_ACCESS_REMOTE_READ) ||
+		    !efi_mr_check(qp->ctx, pkt->reth.rkey, qp->pub.pd, pkt->reth.va, len,
+				  EFI_ACCESS_REMOTE_READ)))
+		return false;
+	e = respq_add(qp);
+	e->kind = RESPQ_READ;
+	e->first_psn = e->psn = pkt->psn;
+	e->src = (uint8_t *)(uintptr_t)pkt->reth.va;
+	e->left = e->total = len;
+	e->ts_echo = pkt->tx_ts;
+	e->msn = qp->msn;
+	return true;
+}
+
+static void queue_atomic(struct efi_qp_int *qp, const struct efi_pkt *pkt, uint64_t orig)
+{
+	struct efi_respq_ent *e = respq_add(qp);
+
+	e->kind = RESPQ_ATOMIC;
+	e->psn = pkt->psn;
+	e->orig = orig;
+	e->ts_echo = pkt->tx_ts;
+	e->msn = qp->msn;
+}
+
+/* A duplicate request (PSN before rcv_psn). */
+static void handle_duplicate(struct efi_qp_int *qp, const struct efi_pkt *pkt)
+{
+	qp->cnt.duplicates++;
+	if (pkt->opcode == EFI_OP_READ_REQUEST) {
+		uint32_t n = efi_pkt_count(pkt->reth.dma_len, qp->seg);
+		/* A replay may not reach PSNs this responder has not
+		 * accepted: that would acknowledge requests it never saw. */
+		if (n == 0 || efi_psn_diff(efi_psn_add(pkt->psn, n), qp->rcv_psn) > 0) {
+			efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
+			return;
+		}
+		/* The requester went back to this Read: drop responses queued
+		 * after it (it asks for them again), then replay from memory. */
+		while (qp->respq_count) {
+			struct efi_respq_ent *t = respq_tail(qp);
+			uint32_t start = t->kind == RESPQ_READ ? t->first_psn : t->psn;
+			if (efi_psn_before(start, pkt->psn))
+				break;
+			qp->respq_count--;
+		}
+		/* A Read already sending past that PSN stops: the new entry
+		 * sends the rest, so the requester is not kept waiting behind
+		 * responses it has to drop. */
+		struct efi_respq_ent *t = respq_tail(qp);
+		if (t && t->kind == RESPQ_READ && !efi_psn_before(t->psn, pkt->psn))
+			qp->respq_count--;
+		if (rd_room(qp))
+			queue_read(qp, pkt);
+		return;
+	}
+	if (pkt->opcode == EFI_OP_CMP_SWP || pkt->opcode == EFI_OP_FETCH_ADD) {
+		for (unsigned i = 0; i < EFI_ATOMIC_CACHE; i++)
+			if (qp->acache[i].valid && qp->acache[i].psn == pkt->psn) {
+				if (rd_room(qp))
+					queue_atomic(qp, pkt, qp->acache[i].orig);
+				return;
+			}
+		return;	/* older than the requester can still be waiting for */
+	}
+	efi_resp_enqueue_ack(qp, EFI_AETH_ACK | EFI_AETH_CREDITS_NONE,
+			     efi_psn_add(qp->rcv_psn, EFI_PSN_MASK), pkt->tx_ts);
+}
+
+static void handle_atomic(struct efi_qp_int *qp, const struct efi_pkt *pkt)
+{
+	uint64_t *target, orig;
+	struct efi_atomic_cache_ent *c;
+
+	if (qp->resp_op != RESP_IDLE || (pkt->atomic.va & 7)) {
+		nak(qp, pkt, EFI_NAK_INV_REQ);
+		return;
+	}
+	if (!(qp->attr.qp_access_flags & EFI_ACCESS_REMOTE_ATOMIC) ||
+	    !efi_mr_check(qp->ctx, pkt->atomic.rkey, qp->pub.pd, pkt->atomic.va, 8,
+			  EFI_ACCESS_REMOTE_ATOMIC)) {
+		nak(qp, pkt, EFI_NAK_REM_ACCESS);
+		return;
+	}
+	target = (uint64_t *)(uintptr_t)pkt->atomic.va;
+	if (pkt->opcode == EFI_OP_FETCH_ADD) {
+		orig = __atomic_fetch_add(target, pkt->atomic.swap_add, __ATOMIC_SEQ_CST);
+	} else {
+		orig = pkt->atomic.compare;
+		__atomic_compare_exchange_n(target, &orig, pkt->atomic.swap_add, false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	}
+	c = &qp->acache[qp->acache_next++ % EFI_ATOMIC_CACHE];
+	c->valid = true;
+	c->psn = pkt->psn;
+	c->orig = orig;
+	qp->rcv_psn = efi_psn_add(qp->rcv_psn, 1);
+	qp->msn = (qp->msn + 1) & EFI_MSN_MASK;
+	queue_atomic(qp, pkt, orig);
+}
+
+void efi_resp_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
+{
+	int32_t d = efi_psn_diff(pkt->psn, qp->rcv_psn);
+
+	EFI_TRACE("req qp %x op %s psn %x rcv %x len %zu respq %u\n", qp->pub.qp_num,
+		  efi_pkt_opcode_name(pkt->opcode), pkt->psn, qp->rcv_psn, pkt->payload_len, qp->respq_count);
+
+	if (d > 0) {
+		if (!qp->nak_sent) {
+			qp->nak_sent = true;
+			qp->cnt.seq_naks_sent++;
+			efi_resp_enqueue_ack(qp, EFI_AETH_NAK | EFI_NAK_PSN_SEQ_ERR, qp->rcv_psn, pkt->tx_ts);
+		}
+		efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
+		return;
+	}
+	if (d < 0) {
+		handle_duplicate(qp, pkt);
+		return;
+	}
+	/* Room for what this request may queue; else let the requester retry. */
+	if (!rd_room(qp)) {
+		efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
+		return;
+	}
+	qp->nak_sent = false;
+	if (is_send(pkt->opcode)) {
+		handle_send(qp, pkt);
+	} else if (is_write(pkt->opcode)) {
+		handle_write(qp, pkt);
+	} else if (pkt->opcode == EFI_OP_READ_REQUEST) {
+		if (qp->resp_op != RESP_IDLE) {
+			nak(qp, pkt, EFI_NAK_INV_REQ);
+			return;
+		}
+		if (!queue_read(qp, pkt)) {
+			nak(qp, pkt, EFI_NAK_REM_ACCESS);
+			return;
+		}
+		qp->rcv_psn = efi_psn_add(qp->rcv_psn, efi_pkt_count(pkt->reth.dma_len, qp->seg));
+		qp->msn = (qp->msn + 1) & EFI_MSN_MASK;
+		return;
+	} else {
+		handle_atomic(qp, pkt);
+		return;
+	}
+	if (qp->attr.qp_state != EFI_QPS_ERR && (pkt->flags & EFI_PKT_F_ACKREQ) &&
+	    efi_psn_diff(qp->rcv_psn, pkt->psn) > 0)
+		efi_resp_enqueue_ack(qp, EFI_AETH_ACK | EFI_AETH_CREDITS_NONE, pkt->psn, pkt->tx_ts);
+}
+
+size_t efi_resp_build(struct efi_qp_int *qp, struct efi_respq_ent *e, uint8_t *buf, bool *done)
+{
+	struct efi_pkt h;
+	uint32_t plen = 0;
+	size_t hl;
+
+	memset(&h, 0, sizeof(h));
+	h.version = EFI_WIRE_VERSION;
+	h.dest_qpn = qp->attr.dest_qp_num;
+	h.src_qpn = qp->pub.qp_num;
+	h.psn = e->psn;
+	h.tx_ts = efi_now_ns();
+	h.aeth.syndrome = EFI_AETH_ACK | EFI_AETH_CREDITS_NONE;
+	h.aeth.msn = e->msn;
+	h.ts_echo = e->ts_echo;
+	*done = true;
+	switch (e->kind) {
+	case RESPQ_ACK:
+		h.opcode = EFI_OP_ACK;
+		h.aeth.syndrome = e->syndrome;
+		break;
+	case RESPQ_ATOMIC:
+		h.opcode = EFI_OP_ATOMIC_ACK;
+		h.atomic_orig = e->orig;
+		break;
+	default: {
+		bool first = e->left == e->total, last;
+		plen = e->left < qp->seg ? e->left : qp->seg;
+		last = plen == e->left;
+		h.opcode = first && last ? EFI_OP_READ_RESP_ONLY : first ? EFI_OP_READ_RESP_FIRST
+			   : last ? EFI_OP_READ_RESP_LAST : EFI_OP_READ_RESP_MIDDLE;
+		*done = last;
+		break;
+	}
+	}
+	hl = efi_pkt_build_hdr(buf, EFI_PKTBUF_SIZE, &h);
+	if (!hl)
+		return 0;
+	if (plen) {
+		memcpy(buf + hl, e->src, plen);
+		e->src += plen;
+		e->left -= plen;
+		e->psn = efi_psn_add(e->psn, 1);
+	}
+	return hl + plen;
+}

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The transport loop: receive a batch of datagrams and dispatch each to its
+ * QP (after the parser and the source/state checks of docs/wire-format.md,
+ * "Receiving"), run the timers, and transmit what each QP has to send in
+ * sendmmsg-sized batches.  Runs in whichever thread holds ctx->lock: an
+ * application thread in post/poll, or the progress thread.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "efi_int.h"
+
+static void dispatch(struct efi_context_int *ctx, const struct efi_wire_pkt *wp)
+{
+	struct efi_pkt pkt;
+	struct efi_qp_int *qp;
+	enum efi_qp_state st;
+	int r = efi_pkt_parse(wp->buf, wp->len, &pkt);
+
+	if (r < 0) {
+		efi_count_drop(&ctx->dead, r == -EPROTONOSUPPORT ? EFI_DROP_BAD_VERSION : EFI_DROP_MALFORMED);
+		return;
+	}
+	if ((pkt.dest_qpn >> 12) != (ctx->p.qpn_base >> 12) ||
+	    !(qp = ctx->qps[pkt.dest_qpn & (EFI_QPN_PER_BLOCK - 1)])) {
+		efi_count_drop(&ctx->dead, EFI_DROP_UNKNOWN_QP);
+		return;
+	}
+	st = qp->attr.qp_state;
+	if (st == EFI_QPS_RESET || st == EFI_QPS_INIT) {
+		efi_count_drop(&qp->cnt, EFI_DROP_QP_STATE);
+		return;
+	}
+	if (pkt.src_qpn != qp->attr.dest_qp_num ||
+	    memcmp(&wp->peer.sin6_addr, &qp->peer.sin6_addr, sizeof(struct in6_addr)) != 0) {
+		efi_count_drop(&qp->cnt, EFI_DROP_BAD_SOURCE);
+		return;
+	}
+	qp->cnt.rx_packets++;
+	qp->cnt.rx_bytes += wp->len;
+	if (efi_pkt_is_request(pkt.opcode)) {
+		if (st == EFI_QPS_ERR) {
+			efi_count_drop(&qp->cnt, EFI_DROP_QP_STATE);
+			return;
+		}
+		efi_resp_handle(qp, &pkt);
+	} else {
+		if (st != EFI_QPS_RTS && st != EFI_QPS_SQD) {
+			efi_count_drop(&qp->cnt, EFI_DROP_QP_STATE);
+			return;
+		}
+		qp->peer_alive = true;
+		efi_req_handle(qp, &pkt);
+	}
+}
+
+/* Sends n packets; returns how many left (the rest stayed unsent). */
+static unsigned send_all(struct efi_context_int *ctx, struct efi_qp_int *qp, unsigned n)
+{
+	unsigned sent = 0;
+
+	while (sent < n) {
+		int r = efi_wire_send(ctx->wire, ctx->txpkts + sent, n - sent);
+		if (r <= 0)
+			break;
+		sent += (unsigned)r;
+	}
+	for (unsigned i = 0; i < sent; i++) {
+		qp->cnt.tx_packets++;
+		qp->cnt.tx_bytes += ctx->txpkts[i].len;
+	}
+	return sent;
+}
+
+void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
+{
+	uint64_t now = efi_now_ns();
+
+	for (int round = 0; round < 64; round++) {
+		uint32_t psns[EFI_BATCH];
+		unsigned n = 0, nresp, sent;
+		enum efi_qp_state st = qp->attr.qp_state;
+
+		if (st == EFI_QPS_RESET || st == EFI_QPS_INIT)
+			return;
+		while (qp->respq_count && n < EFI_BATCH) {
+			struct efi_respq_ent *e = &qp->respq[qp->respq_head];
+			uint8_t *buf = ctx->txbuf + (size_t)n * EFI_PKTBUF_SIZE;
+			bool done;
+			size_t len = efi_resp_build(qp, e, buf, &done);
+			if (done) {
+				qp->respq_head = (qp->respq_head + 1) % EFI_RESPQ_SLOTS;
+				qp->respq_count--;
+			}
+			if (!len)
+				continue;
+			ctx->txpkts[n].buf = buf;
+			ctx->txpkts[n].len = (uint32_t)len;
+			ctx->txpkts[n].peer = qp->peer;
+			n++;
+		}
+		nresp = n;
+		while (n < EFI_BATCH && (qp->attr.qp_state == EFI_QPS_RTS || qp->attr.qp_state == EFI_QPS_SQD) &&
+		       efi_req_can_send(qp, now)) {
+			uint8_t *buf = ctx->txbuf + (size_t)n * EFI_PKTBUF_SIZE;
+			uint32_t next;
+			size_t len;
+
+			if (qp->snd_nxt == qp->snd_una)
+				qp->timer_start_ns = now;
+			len = efi_req_build(qp, qp->snd_nxt, buf, &next, now);
+			if (!len)
+				break;
+			psns[n] = qp->snd_nxt;
+			qp->snd_nxt = next;
+			ctx->txpkts[n].buf = buf;
+			ctx->txpkts[n].len = (uint32_t)len;
+			ctx->txpkts[n].peer = qp->peer;
+			n++;
+		}
+		if (!n)
+			return;
+		sent = send_all(ctx, qp, n);
+		if (sent < n) {
+			/* The socket is full: requests not sent go again from the
+			 * first of them (responses not sent count as lost). */
+			if (sent < nresp)
+				sent = nresp;
+			if (sent < n)
+				qp->snd_nxt = psns[sent];
+			return;
+		}
+		if (n < EFI_BATCH)
+			return;
+	}
+}
+
+int efi_xport_run(struct efi_context_int *ctx)
+{
+	int handled = 0;
+	uint64_t now;
+	bool busy = false;
+
+	for (int round = 0; round < 8; round++) {
+		int n;
+		for (unsigned i = 0; i < EFI_BATCH; i++) {
+			ctx->rxpkts[i].buf = ctx->rxbuf + (size_t)i * EFI_RXBUF_SIZE;
+			ctx->rxpkts[i].cap = EFI_RXBUF_SIZE;
+			ctx->rxpkts[i].len = 0;
+		}
+		n = efi_wire_recv(ctx->wire, ctx->rxpkts, EFI_BATCH);
+		if (n <= 0)
+			break;
+		for (int i = 0; i < n; i++)
+			dispatch(ctx, &ctx->rxpkts[i]);
+		handled += n;
+		if ((unsigned)n < EFI_BATCH)
+			break;
+	}
+	now = efi_now_ns();
+	for (struct efi_qp_int *qp = ctx->qp_list; qp; qp = qp->next_active) {
+		efi_req_timers(qp, now);
+		efi_xport_flush_qp(ctx, qp);
+		if (qp->snd_una != qp->snd_max || qp->respq_count || qp->rnr_wait ||
+		    qp->sq_started != qp->sq_tail)
+			busy = true;
+	}
+	__atomic_store_n(&ctx->busy, busy, __ATOMIC_RELAXED);
+	return handled;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test helpers for libefi: an in-memory wire (two ends joined by queues, with
+ * optional loss/duplication/reordering of its own so the tests do not depend
+ * on the fault injector), two contexts over it, and QP connection.
+ */
+#ifndef EFI_TESTUTIL_H
+#define EFI_TESTUTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <efi/efi.h>
+
+#include "libefi/wire.h"
+
+struct tw_fault {
+	double loss, dup, reorder;
+	uint64_t seed;
+};
+
+/* Two joined wire ends; a receives what b sends (as from addr_b) and vice
+ * versa.  fault (may be NULL) applies to what both ends send. */
+void tw_pair_create(struct efi_wire **a, struct efi_wire **b, const union efi_gid *addr_a,
+		    const union efi_gid *addr_b, const struct tw_fault *fault);
+/* Raw access for tests acting as a peer: push a datagram into an end's
+ * receive queue as if sent by the other side, or take one the end sent. */
+void tw_inject(struct efi_wire *to, const void *buf, uint32_t len);
+int tw_take(struct efi_wire *from_peer_of, void *buf, uint32_t cap);
+
+struct tpair {
+	struct efi_context *ctx[2];
+	struct efi_pd *pd[2];
+	struct efi_cq *cq[2];
+	struct efi_qp *qp[2];
+};
+
+/* Contexts 0 (GID ::ffff:10.0.0.1, QPNs 0x1000…) and 1 (::ffff:10.0.0.2,
+ * QPNs 0x2000…) over an in-memory wire with link MTU link_mtu. */
+void tpair_open(struct tpair *t, uint32_t link_mtu, const struct tw_fault *fault);
+/* Creates one QP per side (caps from cap, sq_sig_all) and connects them. */
+void tpair_connect(struct tpair *t, const struct efi_qp_cap *cap, int sq_sig_all,
+		   uint8_t rnr_retry, uint8_t min_rnr_timer, uint8_t timeout, uint8_t retry_cnt);
+void tpair_close(struct tpair *t);
+
+/* Brings a QP to RTS against remote QPN dest with the given GID. */
+int tqp_to_rts(struct efi_qp *qp, uint32_t dest, const union efi_gid *dgid, uint32_t my_psn,
+	       uint32_t peer_psn, uint8_t rnr_retry, uint8_t min_rnr_timer, uint8_t timeout,
+	       uint8_t retry_cnt, enum efi_mtu mtu);
+
+/* Polls cq until n completions arrived or ms passed; returns how many. */
+int tpoll(struct efi_cq *cq, struct efi_wc *wc, int n, int ms);
+
+void tgid_v4(union efi_gid *g, uint8_t a, uint8_t b, uint8_t c, uint8_t d);
+
+#endif
