@@ -85,6 +85,7 @@ lib_init() {
 	exec 3>&2
 	[ "${EFI_IT_DEBUG:-0}" = 1 ] && set -x
 	[ "$(id -u)" = 0 ] || skip "integration tests need root"
+	[ "${EFI_ROOT_TESTS:-run}" = skip ] && skip "EFI_ROOT_TESTS=skip (scripts/test.sh runs them in its other stages)"
 	command -v ip >/dev/null 2>&1 || skip "iproute2 (ip) is not installed"
 	command -v jq >/dev/null 2>&1 || skip "jq is not installed (apt-get install jq)"
 	ip netns list >/dev/null 2>&1 || skip "ip netns is unavailable"

@@ -28,6 +28,7 @@ skip() {
 
 need_root() {
 	[ "$(id -u)" -eq 0 ] || skip "needs root"
+	[ "${EFI_ROOT_TESTS:-run}" = skip ] && skip "EFI_ROOT_TESTS=skip (scripts/test.sh runs them in its other stages)"
 }
 
 need_cmd() {
