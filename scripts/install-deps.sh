@@ -40,9 +40,12 @@ build_pkgs=(
 #  coreutils          timeout, mktemp
 #  kmod               modprobe of veth/macvlan/bridge where they are modules
 #  (the linter)      shellcheck: lints scripts/ and tests/system/ in the suite
+#  strace             the data-path test that counts the posting thread's syscalls
+#  libibverbs-dev     test_header compares <efi/efi.h> with <infiniband/verbs.h>
 test_pkgs=(
 	jq sqlite3 systemd clang libclang-rt-14-dev
 	util-linux procps psmisc coreutils kmod shellcheck
+	strace libibverbs-dev
 )
 
 pkgs=("${build_pkgs[@]}")
