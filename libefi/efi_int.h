@@ -136,7 +136,7 @@ struct efi_context_int {
 	pthread_t progress;
 	bool progress_running;
 	int stop_fd;			/* eventfd: tells the progress thread to quit */
-	_Atomic uint64_t app_active_ns;	/* last time an application thread ran the transport */
+	_Atomic uint64_t app_active_ns;	/* last time efi_poll_cq ran the transport (relaxed) */
 	_Atomic bool stopping;
 };
 

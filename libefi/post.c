@@ -85,8 +85,9 @@ int efi_post_send(struct efi_qp *pub, struct efi_send_wr *wr, struct efi_send_wr
 		return EINVAL;
 	}
 	ctx = qp->ctx;
+	/* No app_active_ns stamp here: posting does not receive, so a thread
+	 * that only posts must not keep the progress thread away. */
 	pthread_mutex_lock(&ctx->lock);
-	atomic_store_explicit(&ctx->app_active_ns, efi_now_ns(), memory_order_relaxed);
 	for (; wr; wr = wr->next) {
 		enum efi_qp_state st = qp->attr.qp_state;
 		uint64_t total;
