@@ -34,6 +34,7 @@ enum efi_ctl_type {
 	EFI_CTL_DETACH = 0x0011,   /* remove one interface, or all of an instance */
 	EFI_CTL_LIST = 0x0012,     /* instances, interfaces, GIDs, strays */
 	EFI_CTL_OPEN_DEVICE = 0x0020, /* libefi: lease a wire endpoint on an interface */
+	EFI_CTL_PUBLISH_COUNTERS = 0x0021, /* libefi: one descriptor, the counters page (countershm.h) */
 };
 
 /*
@@ -81,6 +82,10 @@ enum efi_ctl_attr {
 	EFI_A_PORT_BASE = 41,   /* u32: fabric-wide; udp_port = PORT_BASE + (qpn >> 12) */
 	EFI_A_QPN_BASE = 42,    /* u32: first QPN of the leased block (= slot << 12) */
 	EFI_A_QPN_COUNT = 43,   /* u32: QPNs in the block (4096) */
+	/* LIST replies: inside an EFI_A_IFACE nest, one per open libefi context */
+	EFI_A_CONTEXT = 44,     /* nest, repeated: EFI_A_PID + EFI_A_COUNTERS */
+	EFI_A_PID = 45,         /* u32: the context's process (as efid sees it) */
+	EFI_A_COUNTERS = 46,    /* bin: EFI_CSHM_COUNT little-endian u64 (countershm.h order) */
 	EFI_A_MAX,
 };
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "ctlclient.h"
+#include "countershm.h"
 #include "gid.h"
 #include "json.h"
 
@@ -98,6 +99,13 @@ struct ec_gid {
 	union efi_gid gid;
 };
 
+/* A libefi context on the interface: its process and transport counters
+ * (common/countershm.h order). */
+struct ec_context {
+	uint32_t pid;
+	uint64_t counters[EFI_CSHM_COUNT];
+};
+
 /* One interface.  Strings point into the reply's buffer; NULL when absent. */
 struct ec_iface {
 	const char *instance, *name, *kind, *state, *link, *uplink, *host_ifname;
@@ -107,6 +115,8 @@ struct ec_iface {
 	size_t naddrs;
 	struct ec_gid *gids;
 	size_t ngids;
+	struct ec_context *contexts; /* open libefi contexts and their counters */
+	size_t ncontexts;
 };
 
 struct ec_instance {

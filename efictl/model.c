@@ -9,7 +9,9 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +29,12 @@ static const struct ctl_policy iface_policy[EFI_A_MAX] = {
 	[EFI_A_IFINDEX] = { .kind = CTL_U32 },
 	[EFI_A_ADDRESS] = { .kind = CTL_STR, .multi = true, .minlen = 1, .maxlen = 63 },
 	[EFI_A_GID] = { .kind = CTL_NEST, .multi = true },
+	[EFI_A_CONTEXT] = { .kind = CTL_NEST, .multi = true },
+};
+
+static const struct ctl_policy context_policy[EFI_A_MAX] = {
+	[EFI_A_PID] = { .kind = CTL_U32 },
+	[EFI_A_COUNTERS] = { .kind = CTL_BIN, .minlen = 8 * EFI_CSHM_COUNT, .maxlen = 8 * EFI_CSHM_COUNT },
 };
 
 static const struct ctl_policy gid_policy[EFI_A_MAX] = {
@@ -93,6 +101,9 @@ void ec_iface_free(struct ec_iface *i)
 		return;
 	free(i->addrs);
 	free(i->gids);
+	free(i->contexts);
+	i->contexts = NULL;
+	i->ncontexts = 0;
 	i->addrs = NULL;
 	i->gids = NULL;
 	i->naddrs = i->ngids = 0;
@@ -141,6 +152,21 @@ int ec_iface_parse(const struct ctl_attr *nest, struct ec_iface *out)
 				goto nomem;
 			ctl_attr_u32(&gtb[EFI_A_GID_INDEX], &g->index);
 			memcpy(g->gid.raw, gtb[EFI_A_GID_VALUE].data, 16);
+		} else if (a.type == EFI_A_CONTEXT) {
+			struct ctl_attr ctb[EFI_A_MAX];
+			struct ec_context *x;
+			if (ctl_parse(a.data, a.len, context_policy, EFI_A_MAX, ctb, NULL) ||
+			    !ctl_has(ctb, EFI_A_PID) || !ctl_has(ctb, EFI_A_COUNTERS))
+				goto bad;
+			x = grow(&out->contexts, &out->ncontexts, sizeof(*out->contexts));
+			if (!x)
+				goto nomem;
+			ctl_attr_u32(&ctb[EFI_A_PID], &x->pid);
+			for (int k = 0; k < EFI_CSHM_COUNT; k++) {
+				uint64_t le;
+				memcpy(&le, ctb[EFI_A_COUNTERS].data + 8 * k, 8);
+				x->counters[k] = le64toh(le);
+			}
 		}
 	}
 	if (it.err)
@@ -307,6 +333,20 @@ void ec_iface_json(struct json *j, const struct ec_iface *i)
 		json_obj_end(j);
 	}
 	json_arr_end(j);
+	static const char *const names[EFI_CSHM_COUNT] = EFI_COUNTERSHM_NAMES;
+	json_key(j, "contexts");
+	json_arr_begin(j);
+	for (size_t k = 0; k < i->ncontexts; k++) {
+		json_obj_begin(j);
+		json_key(j, "pid");
+		json_u64(j, i->contexts[k].pid);
+		for (int c = 0; c < EFI_CSHM_COUNT; c++) {
+			json_key(j, names[c]);
+			json_u64(j, i->contexts[k].counters[c]);
+		}
+		json_obj_end(j);
+	}
+	json_arr_end(j);
 	json_obj_end(j);
 }
 
@@ -382,4 +422,14 @@ void ec_iface_print(FILE *f, const struct ec_iface *i, int indent)
 	for (size_t k = 0; k < i->ngids; k++)
 		fprintf(f, "%*s%-12s %3u  %s\n", in2, "", k == 0 ? "GIDs" : "", i->gids[k].index,
 			efi_gid_format(&i->gids[k].gid, buf, sizeof(buf)));
+	for (size_t k = 0; k < i->ncontexts; k++) {
+		const uint64_t *c = i->contexts[k].counters;
+		fprintf(f, "%*s%-12s pid %u: tx %" PRIu64 " pkts %" PRIu64 " B, rx %" PRIu64
+			   " pkts %" PRIu64 " B, retrans %" PRIu64 ", timeouts %" PRIu64
+			   ", dups %" PRIu64 ", RNR NAKs %" PRIu64 "/%" PRIu64 ", drops %" PRIu64 "\n",
+			in2, "", k == 0 ? "contexts" : "", i->contexts[k].pid, c[EFI_CSHM_TX_PACKETS],
+			c[EFI_CSHM_TX_BYTES], c[EFI_CSHM_RX_PACKETS], c[EFI_CSHM_RX_BYTES],
+			c[EFI_CSHM_RETRANSMISSIONS], c[EFI_CSHM_TIMEOUTS], c[EFI_CSHM_DUPLICATES],
+			c[EFI_CSHM_RNR_NAKS_SENT], c[EFI_CSHM_RNR_NAKS_RECEIVED], c[EFI_CSHM_DROPS]);
+	}
 }

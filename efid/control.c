@@ -52,6 +52,10 @@ struct client {
 		int fd;
 	} fds[4];
 	unsigned nfds;
+	/* Descriptors received and not yet claimed by a request (PUBLISH_COUNTERS
+	 * takes one); dropped once no request is in flight. */
+	int in_fds[4];
+	unsigned nin_fds;
 };
 
 struct control {
@@ -79,6 +83,8 @@ static void client_free(struct client *c)
 	close(c->fd);
 	for (unsigned i = 0; i < c->nfds; i++)
 		close(c->fds[i].fd);
+	for (unsigned i = 0; i < c->nin_fds; i++)
+		close(c->in_fds[i]);
 	lease_free(ctl->d, c->lease);
 	free(c->in);
 	free(c->out);
@@ -272,8 +278,14 @@ static int client_process(struct client *c)
 			status = -EBADMSG;
 			snprintf(err, sizeof(err), "a reply is not a request");
 		} else {
+			int in_fd = -1;
+			if (c->nin_fds) {
+				in_fd = c->in_fds[0];
+				memmove(&c->in_fds[0], &c->in_fds[1], (c->nin_fds - 1) * sizeof(int));
+				c->nin_fds--;
+			}
 			status = handle_request(c->ctl->d, &c->peer, c->lease, h.type, payload,
-						h.length, &body, &pass_fd, err, sizeof(err));
+						h.length, &body, in_fd, &pass_fd, err, sizeof(err));
 		}
 		if (status > 0)
 			status = 0;
@@ -289,8 +301,12 @@ static int client_process(struct client *c)
 		c->in_len -= off;
 		c->partial_since = 0; /* progress: restart the clock for the rest */
 	}
-	if (c->in_len == 0)
+	if (c->in_len == 0) {
 		c->partial_since = 0;
+		/* Nothing in flight: descriptors no request claimed are dropped. */
+		while (c->nin_fds)
+			close(c->in_fds[--c->nin_fds]);
+	}
 	else if (c->partial_since == 0)
 		sd_event_now(c->ctl->d->event, CLOCK_MONOTONIC, &c->partial_since);
 	return 0;
@@ -329,15 +345,21 @@ static int client_read(struct client *c)
 				return 0;
 			return -errno;
 		}
-		/* No request takes descriptors yet: close any that were sent so
-		 * they cannot pile up in efid. */
+		/* Keep a few descriptors for a request that takes one
+		 * (PUBLISH_COUNTERS); close the rest so they cannot pile up. */
 		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
 			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
 				size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 				int fds[EFI_CTL_MAX_FDS];
+				if (k > EFI_CTL_MAX_FDS)
+					k = EFI_CTL_MAX_FDS;
 				memcpy(fds, CMSG_DATA(cm), k * sizeof(int));
-				for (size_t i = 0; i < k && i < EFI_CTL_MAX_FDS; i++)
-					close(fds[i]);
+				for (size_t i = 0; i < k; i++) {
+					if (c->nin_fds < sizeof(c->in_fds) / sizeof(c->in_fds[0]))
+						c->in_fds[c->nin_fds++] = fds[i];
+					else
+						close(fds[i]);
+				}
 			}
 		}
 		if (n == 0)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ctlproto.h"
 #include "efid.h"
@@ -108,6 +109,7 @@ static void put_iface(struct efid *d, struct ctl_buf *b, const struct store_ifac
 			ctl_nest_end(b, g);
 		}
 	}
+	lease_put_contexts(d, b, it->spec.instance, it->spec.name);
 	ctl_nest_end(b, nest);
 }
 
@@ -376,9 +378,9 @@ static int handle_open_device(struct efid *d, const struct peer *p, struct lease
 	return lease_open_device(d, lease, p, ifname, body, fd_out, err, errlen);
 }
 
-int handle_request(struct efid *d, const struct peer *peer, struct lease *lease, uint16_t type,
-		   const uint8_t *payload, size_t len, struct ctl_buf *body, int *fd_out,
-		   char *err, size_t errlen)
+static int dispatch(struct efid *d, const struct peer *peer, struct lease *lease, uint16_t type,
+		    const uint8_t *payload, size_t len, struct ctl_buf *body, int *fd_in,
+		    int *fd_out, char *err, size_t errlen)
 {
 	struct ctl_attr tb[POLICY_SIZE];
 	uint16_t bad = 0;
@@ -389,6 +391,7 @@ int handle_request(struct efid *d, const struct peer *peer, struct lease *lease,
 	case EFI_CTL_DETACH:
 	case EFI_CTL_LIST:
 	case EFI_CTL_OPEN_DEVICE:
+	case EFI_CTL_PUBLISH_COUNTERS:
 		break;
 	default:
 		snprintf(err, errlen,
@@ -412,7 +415,27 @@ int handle_request(struct efid *d, const struct peer *peer, struct lease *lease,
 		return handle_detach(d, peer, tb, body, err, errlen);
 	case EFI_CTL_OPEN_DEVICE:
 		return handle_open_device(d, peer, lease, tb, body, fd_out, err, errlen);
+	case EFI_CTL_PUBLISH_COUNTERS:
+		if (*fd_in < 0) {
+			snprintf(err, errlen, "publish-counters needs one descriptor: the counters page");
+			return -EINVAL;
+		}
+		{
+			int fd = *fd_in;
+			*fd_in = -1;
+			return lease_publish_counters(d, lease, peer, fd, err, errlen);
+		}
 	default:
 		return handle_list(d, peer, tb, body, err, errlen);
 	}
+}
+
+int handle_request(struct efid *d, const struct peer *peer, struct lease *lease, uint16_t type,
+		   const uint8_t *payload, size_t len, struct ctl_buf *body, int fd_in, int *fd_out,
+		   char *err, size_t errlen)
+{
+	int r = dispatch(d, peer, lease, type, payload, len, body, &fd_in, fd_out, err, errlen);
+	if (fd_in >= 0)
+		close(fd_in); /* a descriptor nobody asked for */
+	return r;
 }

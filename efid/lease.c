@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 #include "config.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
+#include "countershm.h"
 #include "efid.h"
 #include "kernel.h"
 #include "lease.h"
@@ -29,6 +34,8 @@ struct slot {
 
 struct lease {
 	unsigned nslots;
+	pid_t pid;
+	const struct efi_countershm *counters; /* read-only mapping, or NULL */
 };
 
 struct lease_registry {
@@ -65,7 +72,95 @@ void lease_free(struct efid *d, struct lease *l)
 			pp = &s->next;
 		}
 	}
+	if (l->counters)
+		munmap((void *)l->counters, EFI_COUNTERSHM_SIZE);
 	free(l);
+}
+
+int lease_publish_counters(struct efid *d, struct lease *l, const struct peer *p, int fd,
+			   char *err, size_t errlen)
+{
+	struct stat st;
+	int seals;
+	void *m;
+
+	(void)d;
+	if (!l || l->nslots == 0) {
+		snprintf(err, errlen, "publish-counters comes after open-device on the same connection");
+		close(fd);
+		return -EINVAL;
+	}
+	seals = fcntl(fd, F_GET_SEALS);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != EFI_COUNTERSHM_SIZE ||
+	    seals < 0 || !(seals & F_SEAL_SHRINK)) {
+		snprintf(err, errlen,
+			 "the counters page must be a memfd of %u bytes sealed against shrinking",
+			 EFI_COUNTERSHM_SIZE);
+		close(fd);
+		return -EINVAL;
+	}
+	m = mmap(NULL, EFI_COUNTERSHM_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED) {
+		int e = errno;
+		snprintf(err, errlen, "cannot map the counters page: %s", strerror(e));
+		return -e;
+	}
+	if (l->counters)
+		munmap((void *)l->counters, EFI_COUNTERSHM_SIZE);
+	l->counters = m;
+	l->pid = p->pid;
+	return 0;
+}
+
+/* Copies the page's values under its sequence count; false when the writer
+ * kept it busy (or it is not a counters page at all). */
+static bool read_counters(const struct efi_countershm *c, uint64_t *out)
+{
+	if (__atomic_load_n(&c->magic, __ATOMIC_RELAXED) != EFI_COUNTERSHM_MAGIC)
+		return false;
+	for (int tries = 0; tries < 8; tries++) {
+		uint32_t s1 = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+		if (s1 & 1)
+			continue;
+		for (int i = 0; i < EFI_CSHM_COUNT; i++)
+			out[i] = __atomic_load_n(&c->value[i], __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&c->seq, __ATOMIC_RELAXED) == s1)
+			return true;
+	}
+	return false;
+}
+
+void lease_put_contexts(struct efid *d, struct ctl_buf *b, const char *instance,
+			const char *ifname)
+{
+	const struct lease *seen[64];
+	size_t nseen = 0;
+
+	if (!d->leases)
+		return;
+	for (const struct slot *s = d->leases->slots; s; s = s->next) {
+		const struct lease *l = s->owner;
+		bool dup = false;
+		if (!l->counters || strcmp(s->instance, instance) || strcmp(s->ifname, ifname))
+			continue;
+		for (size_t i = 0; i < nseen; i++)
+			dup |= seen[i] == l;
+		if (dup)
+			continue;
+		if (nseen < sizeof(seen) / sizeof(seen[0]))
+			seen[nseen++] = l;
+		uint64_t v[EFI_CSHM_COUNT], le[EFI_CSHM_COUNT];
+		if (!read_counters(l->counters, v))
+			continue;
+		for (int i = 0; i < EFI_CSHM_COUNT; i++)
+			le[i] = htole64(v[i]);
+		size_t nest = ctl_nest_begin(b, EFI_A_CONTEXT);
+		ctl_put_u32(b, EFI_A_PID, (uint32_t)l->pid);
+		ctl_put(b, EFI_A_COUNTERS, le, sizeof(le));
+		ctl_nest_end(b, nest);
+	}
 }
 
 void lease_registry_free(struct efid *d)

@@ -40,6 +40,20 @@ void lease_free(struct efid *d, struct lease *l);
 int lease_open_device(struct efid *d, struct lease *l, const struct peer *p, const char *ifname,
 		      struct ctl_buf *body, int *fd_out, char *err, size_t errlen);
 
+/*
+ * PUBLISH_COUNTERS: takes fd (always consumed), the context's counters page
+ * (common/countershm.h).  It must be a memfd of exactly one page sealed
+ * against shrinking (so reading it can never fault efid) and the caller must
+ * hold an endpoint.  Mapped read-only for as long as the lease lives.
+ */
+int lease_publish_counters(struct efid *d, struct lease *l, const struct peer *p, int fd,
+			   char *err, size_t errlen);
+
+/* Appends one EFI_A_CONTEXT nest (pid, counters) per lease holding an
+ * endpoint on instance/ifname that published counters. */
+void lease_put_contexts(struct efid *d, struct ctl_buf *b, const char *instance,
+			const char *ifname);
+
 /* Frees the registry at shutdown (after every client's lease_free). */
 void lease_registry_free(struct efid *d);
 

@@ -304,6 +304,7 @@ struct efi_context *efi_open_device(struct efi_device *device)
 		efi_wire_destroy(wire);
 		goto fail;
 	}
+	efi_counters_publish_open(ctx_of(ctx), c);
 	return ctx;
 fail:
 	ctl_client_close(c);
@@ -325,6 +326,7 @@ int efi_close_device(struct efi_context *context)
 	if (busy)
 		return EBUSY;
 	efi_progress_stop(ctx);
+	efi_counters_publish_close(ctx);
 	efi_wire_destroy(ctx->wire);
 	ctl_client_close(ctx->ctl);	/* ends the lease */
 	efi_mr_table_free(ctx);

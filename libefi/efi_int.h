@@ -100,6 +100,8 @@ struct efi_ctx_params {
 	union efi_gid gids[8];
 };
 
+struct efi_countershm;
+
 struct efi_context_int {
 	struct efi_context pub;
 	struct efi_device dev;		/* a copy: pub.device points here */
@@ -137,6 +139,8 @@ struct efi_context_int {
 	bool progress_running;
 	int stop_fd;			/* eventfd: tells the progress thread to quit */
 	_Atomic uint64_t app_active_ns;	/* last time efi_poll_cq ran the transport (relaxed) */
+	struct efi_countershm *cshm;	/* counters page efid reads, or NULL (counters.c) */
+	uint64_t cshm_next_ns;		/* progress thread only: next publication */
 	_Atomic bool stopping;
 };
 
@@ -353,6 +357,15 @@ int efi_progress_start(struct efi_context_int *ctx);
 void efi_progress_stop(struct efi_context_int *ctx);
 /* Hands the transport to the progress thread at once (a caller about to
  * sleep, e.g. in efi_get_cq_event). */
+/* counters.c: the page efid maps to show this context's counters.
+ * efi_counters_publish_open: creates it and hands it to efid over the lease
+ * (ctl); best effort — without it only `efictl status` lacks the figures.
+ * efi_counters_publish: progress thread only; takes ctx->lock briefly.
+ * efi_counters_publish_close: after the progress thread stopped. */
+void efi_counters_publish_open(struct efi_context_int *ctx, void *ctl);
+void efi_counters_publish(struct efi_context_int *ctx);
+void efi_counters_publish_close(struct efi_context_int *ctx);
+
 void efi_progress_kick(struct efi_context_int *ctx);
 
 /* device.c: a context over a given wire (ownership of wire passes).  Used by

@@ -75,6 +75,8 @@ static void *progress_main(void *arg)
 		bool wire_ready;
 		uint64_t tick;
 
+		efi_counters_publish(ctx); /* rate-limited to ~10 per second */
+
 		if (app_polling(ctx)) {
 			/* Only the kick/stop eventfd: a datagram for the
 			 * poller must not wake us. */
