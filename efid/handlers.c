@@ -300,6 +300,13 @@ static int handle_list(struct efid *d, const struct peer *p, struct ctl_attr *tb
 
 	if (ctl_has(tb, EFI_A_INSTANCE))
 		ctl_attr_str(&tb[EFI_A_INSTANCE], &asked);
+	if (asked && !efi_instance_name_valid(asked)) {
+		/* It names a file under /run/netns: never let it walk elsewhere. */
+		snprintf(err, errlen,
+			 "invalid instance name '%.64s': use 1-63 of A-Z a-z 0-9 _ . -, not starting with . or -",
+			 asked);
+		return -EINVAL;
+	}
 	const char *instance = visible_instance(p, asked, &deny);
 	struct list_ctx lc = { .d = d, .body = body };
 	if (ctl_has(tb, EFI_A_IFNAME))

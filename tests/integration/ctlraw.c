@@ -327,6 +327,13 @@ static bool build_case(const char *name, const char *instance, const char *addre
 		frame_begin(f, EFI_CTL_MAGIC, EFI_CTL_VERSION, EFI_CTL_ATTACH);
 		frame_str(f, EFI_A_INSTANCE, instance);
 		frame_str(f, EFI_A_IFNAME, "efi9");
+	} else if (!strcmp(name, "list-bad-instance")) {
+		/* an instance name that would walk out of /run/netns */
+		frame_begin(f, EFI_CTL_MAGIC, EFI_CTL_VERSION, EFI_CTL_LIST);
+		frame_str(f, EFI_A_INSTANCE, "../../etc");
+	} else if (!strcmp(name, "publish-no-fd")) {
+		/* PUBLISH_COUNTERS without its descriptor, and without an endpoint */
+		frame_begin(f, EFI_CTL_MAGIC, EFI_CTL_VERSION, EFI_CTL_PUBLISH_COUNTERS);
 	} else if (!strcmp(name, "detach-missing-attrs")) {
 		frame_begin(f, EFI_CTL_MAGIC, EFI_CTL_VERSION, EFI_CTL_DETACH);
 	} else if (!strcmp(name, "length-lies-short")) {
@@ -504,6 +511,7 @@ static void usage(void)
 		"    str-embedded-nul u32-wrong-size repeated-attr huge-name too-many-addresses\n"
 		"    missing-attrs\n"
 		"    missing-address detach-missing-attrs length-lies-short oversize oversize-full\n"
+		"    list-bad-instance publish-no-fd\n"
 		"  success expected: hello\n"
 		"  any answer (or a close) expected: fds N (LIST carrying N descriptors)\n"
 		"  no answer expected: truncated | flood N | slow SECONDS | idle N SECONDS\n"

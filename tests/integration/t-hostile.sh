@@ -38,7 +38,8 @@ alive() {
 
 for c in garbage bad-magic bad-version unknown-type reply-type attr-overrun attr-short-header \
 	str-no-nul str-embedded-nul u32-wrong-size repeated-attr huge-name too-many-addresses missing-attrs \
-	missing-address detach-missing-attrs length-lies-short oversize oversize-full; do
+	missing-address detach-missing-attrs length-lies-short oversize oversize-full \
+	list-bad-instance publish-no-fd; do
 	assert_exit 0 "$CTLRAW" "$SOCK" "$c" "$A" 10.87.0.9/24
 	log "$c: $OUT"
 	alive "$c"
