@@ -274,6 +274,10 @@ struct efi_qp_int {
 	struct efi_counters cnt;
 
 	struct sockaddr_in6 peer;	/* from dgid and dest_qp_num */
+	/* Per-connection secret the connection manager negotiated (0: none,
+	 * a QP connected by hand).  The transport stamps it on every packet
+	 * and drops arriving packets that do not carry it. */
+	uint32_t conn_key;
 	uint32_t seg;			/* payload bytes per packet */
 	uint64_t rto_ns;		/* 0: infinite */
 	uint64_t min_rnr_ns;		/* the RNR timer we advertise */
@@ -327,6 +331,9 @@ struct efi_qp_int {
 /* Moves the QP to ERR and flushes both queues (ctx->lock held). */
 void efi_qp_to_error(struct efi_qp_int *qp);
 uint64_t efi_rnr_timer_ns(unsigned code);
+/* Sets the connection secret (takes ctx->lock); the connection manager calls
+ * it before moving the QP to RTR. */
+void efi_qp_set_conn_key(struct efi_qp *qp, uint32_t key);
 
 /* transport (xport.c, requester.c, responder.c); all with ctx->lock held */
 /* Receives what is waiting, runs timers and sends what can be sent.

@@ -167,6 +167,14 @@ void efi_qp_to_error(struct efi_qp_int *qp)
 }
 
 /* Forgets all queued work and transport state (ctx->lock held). */
+void efi_qp_set_conn_key(struct efi_qp *pub, uint32_t key)
+{
+	struct efi_qp_int *qp = qp_of(pub);
+	pthread_mutex_lock(&qp->ctx->lock);
+	qp->conn_key = key;
+	pthread_mutex_unlock(&qp->ctx->lock);
+}
+
 static void qp_reset(struct efi_qp_int *qp)
 {
 	struct efi_qp_cap cap = qp->attr.cap;
@@ -183,6 +191,7 @@ static void qp_reset(struct efi_qp_int *qp)
 	qp->gap_nak_valid = false;
 	qp->pkts_since_ackreq = 0;
 	qp->msn = 0;
+	qp->conn_key = 0;
 	memset(qp->txrec, 0, EFI_TXREC_SLOTS * sizeof(*qp->txrec));
 	memset(qp->acache, 0, sizeof(qp->acache));
 	memset(&qp->attr, 0, sizeof(qp->attr));

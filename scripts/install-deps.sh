@@ -26,6 +26,8 @@ done
 build_pkgs=(
 	build-essential autoconf automake libtool pkg-config
 	libnl-3-dev libnl-route-3-dev libsqlite3-dev libsystemd-dev check
+	# libefi-verbs builds against the system's <infiniband/verbs.h>.
+	libibverbs-dev
 	# Running efid and the demo: ip (netns, bridges), ping (connectivity).
 	iproute2 iputils-ping
 )
@@ -41,11 +43,13 @@ build_pkgs=(
 #  kmod               modprobe of veth/macvlan/bridge where they are modules
 #  (the linter)      shellcheck: lints scripts/ and tests/system/ in the suite
 #  strace             the data-path test that counts the posting thread's syscalls
-#  libibverbs-dev     test_header compares <efi/efi.h> with <infiniband/verbs.h>
+#  ibverbs-utils perftest   unmodified verbs programs run over libefi-verbs
+#  clang libbpf-dev   the testbed's tc loss program (BPF, bpf_helpers.h)
+#  iperf3 sockperf    kernel TCP baselines in the testbed benchmarks
 test_pkgs=(
 	jq sqlite3 systemd clang libclang-rt-14-dev
 	util-linux procps psmisc coreutils kmod shellcheck
-	strace libibverbs-dev
+	strace ibverbs-utils perftest libbpf-dev iperf3 sockperf
 )
 
 pkgs=("${build_pkgs[@]}")
