@@ -150,6 +150,9 @@ void ec_listing_free(struct ec_listing *l);
 void ec_iface_json(struct json *j, const struct ec_iface *i);
 /* The status/list document body: host_id, efid_version, instances, strays. */
 void ec_listing_json(struct json *j, const struct ec_listing *l);
+/* The whole status/list document, as one JSON object, to f.  Returns what
+ * json_finish returns (0, or an error writing f). */
+int ec_listing_print_json(FILE *f, const struct ec_listing *l);
 /* The detailed human view of one interface, indented by indent spaces. */
 void ec_iface_print(FILE *f, const struct ec_iface *i, int indent);
 

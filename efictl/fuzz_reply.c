@@ -38,12 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rep.payload = copy;
 	rep.payload_len = size;
 	if (ec_listing_parse(&rep, &l) == 0) {
-		struct json j;
-		json_init(&j, sink);
-		json_obj_begin(&j);
-		ec_listing_json(&j, &l);
-		json_obj_end(&j);
-		if (json_finish(&j))
+		if (ec_listing_print_json(sink, &l))
 			abort();
 		for (size_t i = 0; i < l.nifaces; i++)
 			ec_iface_print(sink, &l.ifaces[i], 2);

@@ -88,16 +88,10 @@ int cmd_list(struct efictl *ctx, int argc, char **argv)
 	r = efictl_fetch_listing(ctx, "list", instance, NULL, &rep, &l);
 	if (r)
 		return r;
-	if (ctx->json) {
-		struct json j;
-		json_init(&j, stdout);
-		json_obj_begin(&j);
-		ec_listing_json(&j, &l);
-		json_obj_end(&j);
-		json_finish(&j);
-	} else {
+	if (ctx->json)
+		ec_listing_print_json(stdout, &l);
+	else
 		print_table(&l);
-	}
 	ec_listing_free(&l);
 	ctl_reply_free(&rep);
 	return EXIT_OK;

@@ -350,6 +350,16 @@ void ec_iface_json(struct json *j, const struct ec_iface *i)
 	json_obj_end(j);
 }
 
+int ec_listing_print_json(FILE *f, const struct ec_listing *l)
+{
+	struct json j;
+	json_init(&j, f);
+	json_obj_begin(&j);
+	ec_listing_json(&j, l);
+	json_obj_end(&j);
+	return json_finish(&j);
+}
+
 void ec_listing_json(struct json *j, const struct ec_listing *l)
 {
 	json_key(j, "host_id");

@@ -96,16 +96,10 @@ int cmd_status(struct efictl *ctx, int argc, char **argv)
 		return r;
 	r = check_found(ctx, &l, instance, name);
 	if (r == EXIT_OK) {
-		if (ctx->json) {
-			struct json j;
-			json_init(&j, stdout);
-			json_obj_begin(&j);
-			ec_listing_json(&j, &l);
-			json_obj_end(&j);
-			json_finish(&j);
-		} else {
+		if (ctx->json)
+			ec_listing_print_json(stdout, &l);
+		else
 			print_status(&l);
-		}
 	}
 	ec_listing_free(&l);
 	ctl_reply_free(&rep);
