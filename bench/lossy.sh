@@ -1,0 +1,207 @@
+#!/bin/bash
+# efi-perf against kernel TCP (cubic) on the lossy testbed (docs/testbed.md):
+# two hosts, each a namespace with its own efid and one instance, joined by
+# two ECMP paths.  In each scenario it measures, between the same two
+# instances and with the same CPU pinning:
+#   write_bw 64 KiB (efi-perf)   against  iperf3 -C cubic, 64 KiB writes
+#   send_lat 8 B (efi-perf)      against  sockperf ping-pong --tcp, 14 B
+#                                          (its smallest), default CC
+# and prints medians of RUNS short runs, EFI / TCP ratios, and the loss the
+# dropper really applied.  Scenarios: loss 0, 0.1%, 1%, 5% on host 1's ports
+# (both directions: each packet crosses one of them once); one path failed
+# (h1p0 down); a bottleneck (tbf BOTTLENECK_RATE, queue BOTTLENECK_QUEUE) on
+# the way into host 1, where the data goes.
+#
+#     sudo bench/lossy.sh [BUILD_DIR]          (default: .)
+#
+# Environment: RUNS (3), DURATION seconds per run (2), SERVER_CPU (0),
+# CLIENT_CPU (1), SCENARIOS (all: "clean loss0.1 loss1 loss5 pathdown
+# bottleneck"), BOTTLENECK_RATE (200mbit), BOTTLENECK_QUEUE (50kb),
+# OFFLOADS (off: per-packet fair loss, shared/TESTBED.md).
+# Needs root, iperf3, sockperf, clang or a built tests/testbed/bpf/loss.o.
+# Everything it creates is removed on exit.
+# shellcheck disable=SC2015 # "A && B || fail": fail exits, so it is if-then-else
+# shellcheck disable=SC2059 # printf formats in variables are ours
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+top_builddir=$(cd "${1:-.}" && pwd) || exit 2
+export top_builddir
+: "${EFID:=$top_builddir/efid/efid}"
+: "${EFICTL:=$top_builddir/efictl/efictl}"
+: "${EFI_PERF:=$top_builddir/tools/efi-perf/efi-perf}"
+# shellcheck source=tests/testbed/testbed.sh
+. "$(dirname "$0")/../tests/testbed/testbed.sh"
+tb_test_init lb
+command -v sockperf >/dev/null || skip "sockperf is not installed"
+command -v iperf3 >/dev/null || skip "iperf3 is not installed"
+[ -x "$EFI_PERF" ] || fail "efi-perf not built at $EFI_PERF"
+
+: "${RUNS:=3}" "${DURATION:=2}" "${SERVER_CPU:=0}" "${CLIENT_CPU:=1}"
+: "${SCENARIOS:=clean loss0.1 loss1 loss5 pathdown bottleneck}"
+: "${BOTTLENECK_RATE:=200mbit}" "${BOTTLENECK_QUEUE:=50kb}" "${OFFLOADS:=off}"
+PORTS="h1p0 h1p1"
+
+tb_up 2 1 2 "$OFFLOADS"
+IP_A=$(tb_addr 1 a)
+# iperf3 sets cubic on its socket; sockperf cannot, and a namespace other
+# than the first may only default to an algorithm in
+# tcp_allowed_congestion_control, which is the machine's to set: sockperf
+# runs with the default, named in the output (in a ping-pong of one small
+# message at a time the congestion window never limits anything).
+SOCKPERF_CC=$(tb_exec 2 a cat /proc/sys/net/ipv4/tcp_congestion_control)
+
+# server in A (host 1), client in B (host 2); the client's data flows to A
+srv() { tb_exec 1 a taskset -c "$SERVER_CPU" "$@"; }
+cli() { tb_exec 2 a taskset -c "$CLIENT_CPU" "$@"; }
+listening() { [ -n "$(tb_exec 1 a ss -Hltn "sport = :$1")" ]; }
+median() { grep -E '^[0-9.]+$' | sort -g | awk '{v[NR] = $1} END {print NR ? v[int((NR + 1) / 2)] : "fail"}'; }
+
+# efi_perf TEST ARGS...: one run; "bw p50 p99" fields of its JSON (or
+# nothing when it failed, e.g. retry counter exceeded under heavy loss)
+efi_perf() {
+	local test=$1 spid out
+	shift
+	srv timeout $((DURATION + 30)) "$EFI_PERF" "$test" >/dev/null 2>&1 &
+	spid=$!
+	out=$(cli timeout $((DURATION + 30)) "$EFI_PERF" "$test" --json "$@" "$IP_A" 2>/dev/null)
+	wait "$spid" 2>/dev/null
+	jq -r '.results[0] | "\(.bw_avg_gbps // "-") \(.t_typical_us // "-") \(.t_p99_us // "-")"' <<<"$out" 2>/dev/null
+}
+
+iperf3_gbps() {
+	local spid out
+	srv timeout $((DURATION + 30)) iperf3 -s -1 -B "$IP_A" >/dev/null 2>&1 &
+	spid=$!
+	wait_for 5000 "iperf3 server" listening 5201
+	out=$(cli timeout $((DURATION + 30)) iperf3 -c "$IP_A" -t "$DURATION" -l 64K -C cubic --json 2>/dev/null)
+	wait "$spid" 2>/dev/null
+	jq -r '.end.sum_received.bits_per_second / 1e9 * 1000 | round / 1000' <<<"$out" 2>/dev/null
+}
+
+# sockperf_lat: "p50 p99", one way (sockperf halves the round trip)
+sockperf_lat() {
+	local spid out
+	srv timeout $((DURATION + 30)) sockperf server --tcp -i "$IP_A" -p 11111 >/dev/null 2>&1 &
+	spid=$!
+	wait_for 5000 "sockperf server" listening 11111
+	out=$(cli timeout $((DURATION + 30)) sockperf ping-pong --tcp -i "$IP_A" -p 11111 -m 14 -t "$DURATION" 2>&1)
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	awk '/percentile 50.000 =/ {p50 = $NF} /percentile 99.000 =/ {p99 = $NF}
+		END {if (p50 != "") print p50, p99}' <<<"$out"
+}
+
+scenario_set() {
+	local port
+	case $1 in
+	clean) ;;
+	loss*) for port in $PORTS; do tb_loss "$port" "${1#loss}%" || fail "loss ${1#loss}%"; done ;;
+	pathdown) tb_link h1p0 down || fail "link h1p0 down" ;;
+	bottleneck)
+		for port in $PORTS; do
+			tb_rate "$port" "$BOTTLENECK_RATE" "$BOTTLENECK_QUEUE" rx || fail "rate on $port"
+		done ;;
+	*) fail "unknown scenario '$1' (known: clean loss0.1 loss1 loss5 lossN pathdown bottleneck)" ;;
+	esac
+}
+
+scenario_clear() {
+	local port
+	for port in $PORTS; do
+		tb_loss "$port" 0 && tb_rate "$port" off && tb_link "$port" up || fail "clearing $port"
+	done
+}
+
+scenario_label() {
+	case $1 in
+	clean) echo "no loss" ;;
+	loss*) echo "loss ${1#loss}%" ;;
+	pathdown) echo "one path down" ;;
+	bottleneck) echo "tbf $BOTTLENECK_RATE q $BOTTLENECK_QUEUE" ;;
+	esac
+}
+
+# effective_loss: dropped / seen over host 1's ports since the last reset
+effective_loss() {
+	local port d seen=0 drop=0 pk pd sg sd du
+	for port in $PORTS; do
+		for d in tx rx; do
+			read -r pk pd sg sd du <<<"$(tb_stats "$port" "$d")"
+			seen=$((seen + sg))
+			drop=$((drop + sd))
+		done
+	done
+	: "$pk$pd$du"
+	awk -v d="$drop" -v s="$seen" 'BEGIN {printf "%.3f%%", s ? 100 * d / s : 0}'
+}
+
+# the table's rows (markdown)
+ROWFMT='| %-22s | %7s | %6s | %9s | %8s | %5s | %9s | %8s | %5s | %9s | %8s | %5s |\n'
+
+# num DECIMALS VALUE: VALUE rounded, or as it is when not a number
+num() { awk -v d="$1" -v v="$2" 'BEGIN {if (v ~ /^[0-9.]+$/) printf "%.*f", d, v; else printf "%s", v}'; }
+
+# tail_drops: packets the tbf bottlenecks of host 1's ports dropped so far
+tail_drops() {
+	local port n=0 d
+	for port in $PORTS; do
+		d=$(tc -n "$(tb_ns_fabric)" -s -j qdisc show dev "$port" root | jq '[.[] | select(.kind == "tbf") | .drops] | add // 0')
+		n=$((n + ${d:-0}))
+	done
+	echo "$n"
+}
+
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN {
+		if (a !~ /^[0-9.]+$/ || b !~ /^[0-9.]+$/ || b == 0) print "-"; else printf "%.2f", a / b }'
+}
+
+declare -A ROW M
+for sc in $SCENARIOS; do
+	scenario_set "$sc"
+	for port in $PORTS; do
+		tb_stats_reset "$port" tx && tb_stats_reset "$port" rx
+	done
+	declare -A R=()
+	for ((i = 1; i <= RUNS; i++)); do
+		log "$(scenario_label "$sc"): run $i of $RUNS"
+		read -r bw _ _ <<<"$(efi_perf write_bw -s 65536 -D "$DURATION")"
+		R[bw_efi]+="${bw:-fail}"$'\n'
+		R[bw_tcp]+="$(iperf3_gbps)"$'\n'
+		read -r _ p50 p99 <<<"$(efi_perf send_lat -s 8 -D "$DURATION")"
+		R[p50_efi]+="${p50:-fail}"$'\n'
+		R[p99_efi]+="${p99:-fail}"$'\n'
+		read -r p50 p99 <<<"$(sockperf_lat)"
+		R[p50_tcp]+="${p50:-fail}"$'\n'
+		R[p99_tcp]+="${p99:-fail}"$'\n'
+	done
+	for k in bw_efi bw_tcp p50_efi p50_tcp p99_efi p99_tcp; do
+		M[$k]=$(printf '%s' "${R[$k]}" | median)
+	done
+	ROW[$sc]=$(printf "$ROWFMT" "$(scenario_label "$sc")" "$(effective_loss)" "$(tail_drops)" \
+		"$(num 3 "${M[bw_efi]}")" "$(num 3 "${M[bw_tcp]}")" "$(ratio "${M[bw_efi]}" "${M[bw_tcp]}")" \
+		"$(num 1 "${M[p50_efi]}")" "$(num 1 "${M[p50_tcp]}")" "$(ratio "${M[p50_efi]}" "${M[p50_tcp]}")" \
+		"$(num 1 "${M[p99_efi]}")" "$(num 1 "${M[p99_tcp]}")" "$(ratio "${M[p99_efi]}" "${M[p99_tcp]}")")
+	log "${ROW[$sc]}"
+	unset R
+	scenario_clear
+done
+
+printf '\nmedians of %s runs of %s s; server pinned to CPU %s, client to CPU %s; offloads %s;\n' \
+	"$RUNS" "$DURATION" "$SERVER_CPU" "$CLIENT_CPU" "$OFFLOADS"
+printf 'iperf3 with cubic, sockperf with the default congestion control (%s)\n' "$SOCKPERF_CC"
+printf "$ROWFMT" scenario "loss applied" "tbf drops" "write_bw EFI Gb/s" "TCP Gb/s" "ratio" \
+	"send_lat p50 EFI us" "TCP us" "ratio" "p99 EFI us" "TCP us" "ratio"
+printf '%s' "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+printf '\n'
+for sc in $SCENARIOS; do
+	printf '%s\n' "${ROW[$sc]}"
+done
+cat <<'EOF'
+(write_bw: efi-perf write_bw 64 KiB vs iperf3 -C cubic -l 64K, Gb/s, ratio EFI/TCP:
+ higher is better.  send_lat: efi-perf send_lat 8 B (median and p99 of one-way
+ latency) vs sockperf ping-pong --tcp 14 B, microseconds, ratio
+ EFI/TCP: lower is better.  "fail": no run finished (efi-perf gives up when its
+ retry counter runs out).  loss applied: what the dropper dropped of what it saw
+ on host 1's ports over the scenario, every run together; tbf drops: packets
+ the bottleneck's queue dropped, every run together.)
+EOF

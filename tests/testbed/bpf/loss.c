@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The testbed's packet dropper and duplicator (tests/testbed/testbed.sh
+ * `loss`, `dup`): a tc cls_bpf direct-action program for the egress of one
+ * end of a veth.  This kernel has no netem, so random loss is made here.
+ *
+ * Each attachment has its own two maps, pinned by testbed.sh so that the
+ * rates change while traffic runs (bpftool map update):
+ *   thresholds  [TH_LOSS] = p * 2^32: a packet is dropped when a 32-bit
+ *               random number is below it; 0 passes everything, 2^32
+ *               (p = 1) drops everything (a black hole, carrier up).
+ *               [TH_DUP], the same for sending a packet twice.
+ *   loss_stats  per-CPU counters (enum loss_stat); testbed.sh sums them to
+ *               print the loss rate that was really applied.
+ *
+ * A GSO super-packet is dropped whole (tc egress sees it before it is
+ * segmented), which is why the testbed limits segmentation offloads: the
+ * segment counters show when that was not the case.
+ *
+ * Build: clang -O2 -g -target bpf -I/usr/include/$(gcc -print-multiarch) \
+ *            -c loss.c -o loss.o
+ */
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+
+enum threshold { TH_LOSS, TH_DUP, TH_COUNT };
+
+enum loss_stat {
+	ST_PACKETS,           /* skbs seen (duplicates not included) */
+	ST_PACKETS_DROPPED,
+	ST_SEGMENTS,          /* wire packets seen: a GSO skb counts gso_segs */
+	ST_SEGMENTS_DROPPED,
+	ST_DUPLICATED,        /* skbs sent twice */
+	ST_COUNT
+};
+
+/* Marks our own copy while it passes this hook a second time, so that it
+ * is neither dropped nor copied again.  Nothing else in the testbed's
+ * namespaces uses marks, and crossing the veth into the next namespace
+ * clears it. */
+#define DUPLICATE_MARK 0xef1d0b1eu
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TH_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} thresholds SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, ST_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} loss_stats SEC(".maps");
+
+static __always_inline void count(__u32 stat, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&loss_stats, &stat);
+
+	if (v)
+		*v += n; /* per-CPU: no other writer */
+}
+
+static __always_inline int chance(__u32 which)
+{
+	__u64 *threshold = bpf_map_lookup_elem(&thresholds, &which);
+
+	return threshold && *threshold && (__u64)bpf_get_prandom_u32() < *threshold;
+}
+
+SEC("tc")
+int loss(struct __sk_buff *skb)
+{
+	__u64 segs = skb->gso_segs ? skb->gso_segs : 1;
+
+	if (skb->mark == DUPLICATE_MARK) {
+		skb->mark = 0;
+		return TC_ACT_OK;
+	}
+	count(ST_PACKETS, 1);
+	count(ST_SEGMENTS, segs);
+	if (chance(TH_LOSS)) {
+		count(ST_PACKETS_DROPPED, 1);
+		count(ST_SEGMENTS_DROPPED, segs);
+		return TC_ACT_SHOT;
+	}
+	if (chance(TH_DUP)) {
+		skb->mark = DUPLICATE_MARK;
+		if (bpf_clone_redirect(skb, skb->ifindex, 0) == 0)
+			count(ST_DUPLICATED, 1);
+		skb->mark = 0;
+	}
+	return TC_ACT_OK;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
