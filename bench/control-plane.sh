@@ -26,7 +26,9 @@ cleanup() {
 	for l in $(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$P" || true); do ip link del "$l" 2>/dev/null || true; done
 	ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | while read -r l; do
 		alias=$(cat "/sys/class/net/$l/ifalias" 2>/dev/null || true)
-		[ -n "${HOSTID:-}" ] && [[ "$alias" == "efi:$HOSTID:"* ]] && ip link del "$l" 2>/dev/null || true
+		if [ -n "${HOSTID:-}" ] && [[ "$alias" == "efi:$HOSTID:"* ]]; then
+			ip link del "$l" 2>/dev/null || true
+		fi
 	done
 	rm -rf "$TMP"
 }
