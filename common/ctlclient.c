@@ -109,16 +109,18 @@ static int wait_readable(int fd, long long deadline)
 {
 	for (;;) {
 		int timeout = -1;
+		long long left = 0;
 		if (deadline >= 0) {
-			long long left = deadline - now_ms();
-			if (left <= 0)
-				return -ETIMEDOUT;
-			timeout = left > 1000000 ? 1000000 : (int)left;
+			/* past the deadline: still look once at what is there */
+			left = deadline - now_ms();
+			timeout = left <= 0 ? 0 : left > 1000000 ? 1000000 : (int)left;
 		}
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		int r = poll(&pfd, 1, timeout);
 		if (r > 0)
 			return 0;
+		if (r == 0 && deadline >= 0 && left <= 0)
+			return -ETIMEDOUT;
 		if (r == 0)
 			continue;
 		if (errno != EINTR)
@@ -181,8 +183,74 @@ void ctl_reply_free(struct ctl_reply *rep)
 	memset(rep, 0, sizeof(*rep));
 }
 
+int ctl_client_fd(const struct ctl_client *c)
+{
+	return c ? c->fd : -1;
+}
+
+/* Reads one whole frame (any type) into *rep.  A frame, once begun, is read
+ * to its end even past the deadline (for up to a second more), so that a
+ * short timeout can never leave the stream in the middle of a frame. */
+static int read_frame(struct ctl_client *c, struct ctl_reply *rep, long long deadline)
+{
+	uint8_t hb[CTL_HDR_SIZE];
+	struct ctl_hdr h;
+	int r = wait_readable(c->fd, deadline);
+	if (r)
+		return r;
+	long long finish = now_ms() + 1000;
+	if (deadline >= 0 && deadline > finish)
+		finish = deadline;
+	if (deadline < 0)
+		finish = -1;
+	r = read_exact(c->fd, hb, sizeof(hb), rep, finish);
+	if (r)
+		return r == -ETIMEDOUT ? -EPROTO : r;
+	if (ctl_hdr_parse(hb, sizeof(hb), EFI_CTL_MAX_PAYLOAD, &h))
+		return -EPROTO;
+	free(rep->buf);
+	rep->buf = malloc(CTL_HDR_SIZE + h.length + 1);
+	if (!rep->buf)
+		return -ENOMEM;
+	memcpy(rep->buf, hb, CTL_HDR_SIZE);
+	r = read_exact(c->fd, rep->buf + CTL_HDR_SIZE, h.length, rep, finish);
+	if (r)
+		return r == -ETIMEDOUT ? -EPROTO : r;
+	rep->hdr = h;
+	rep->payload = rep->buf + CTL_HDR_SIZE;
+	rep->payload_len = h.length;
+	return 0;
+}
+
+int ctl_client_recv(struct ctl_client *c, struct ctl_reply *frame, int timeout_ms)
+{
+	long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	memset(frame, 0, sizeof(*frame));
+	int r = read_frame(c, frame, deadline);
+	if (r)
+		ctl_reply_free(frame);
+	return r;
+}
+
+int ctl_client_send(struct ctl_client *c, struct ctl_buf *req)
+{
+	if (!req->data || req->len < CTL_HDR_SIZE || req->err)
+		return req->err ? req->err : -EINVAL;
+	uint32_t le = htole32(c->next_seq++);
+	memcpy(req->data + 12, &le, 4);
+	int r = ctl_send_frame(c->fd, req->data, req->len, NULL, 0);
+	return r == -EPIPE ? -ECONNRESET : r;
+}
+
 int ctl_client_call(struct ctl_client *c, struct ctl_buf *req, const int *fds, int nfds,
 		    struct ctl_reply *rep, int timeout_ms)
+{
+	return ctl_client_call_ex(c, req, fds, nfds, rep, timeout_ms, NULL, NULL);
+}
+
+int ctl_client_call_ex(struct ctl_client *c, struct ctl_buf *req, const int *fds, int nfds,
+		       struct ctl_reply *rep, int timeout_ms,
+		       void (*other)(void *ud, struct ctl_reply *frame), void *ud)
 {
 	long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
 	memset(rep, 0, sizeof(*rep));
@@ -197,31 +265,18 @@ int ctl_client_call(struct ctl_client *c, struct ctl_buf *req, const int *fds, i
 		return r == -EPIPE ? -ECONNRESET : r;
 
 	for (;;) {
-		uint8_t hb[CTL_HDR_SIZE];
-		struct ctl_hdr h;
-		r = read_exact(c->fd, hb, sizeof(hb), rep, deadline);
+		r = read_frame(c, rep, deadline);
 		if (r)
 			goto fail;
-		r = ctl_hdr_parse(hb, sizeof(hb), EFI_CTL_MAX_PAYLOAD, &h);
-		if (r) {
-			r = -EPROTO;
-			goto fail;
+		if (rep->hdr.type != EFI_CTL_REPLY || rep->hdr.seq != seq) {
+			/* not ours: an event, or a stale reply */
+			if (other && rep->hdr.type != EFI_CTL_REPLY) {
+				struct ctl_reply frame = *rep;
+				memset(rep, 0, sizeof(*rep));
+				other(ud, &frame);
+			}
+			continue;
 		}
-		free(rep->buf);
-		rep->buf = malloc(CTL_HDR_SIZE + h.length + 1);
-		if (!rep->buf) {
-			r = -ENOMEM;
-			goto fail;
-		}
-		memcpy(rep->buf, hb, CTL_HDR_SIZE);
-		r = read_exact(c->fd, rep->buf + CTL_HDR_SIZE, h.length, rep, deadline);
-		if (r)
-			goto fail;
-		if (h.type != EFI_CTL_REPLY || h.seq != seq)
-			continue; /* not ours (stale); keep reading */
-		rep->hdr = h;
-		rep->payload = rep->buf + CTL_HDR_SIZE;
-		rep->payload_len = h.length;
 
 		static const struct ctl_policy pol[EFI_A_ERROR + 1] = {
 			[EFI_A_STATUS] = { .kind = CTL_I32 },

@@ -51,6 +51,32 @@ void ctl_client_close(struct ctl_client *c);
 int ctl_client_call(struct ctl_client *c, struct ctl_buf *req, const int *fds, int nfds,
 		    struct ctl_reply *rep, int timeout_ms);
 
+/*
+ * ctl_client_call, for connections that also carry events (the connection
+ * manager's): every frame other than a reply that arrives before the reply
+ * is handed to other(ud, frame), which then owns it (ctl_reply_free).
+ * other NULL: such frames are dropped, as ctl_client_call does.
+ */
+int ctl_client_call_ex(struct ctl_client *c, struct ctl_buf *req, const int *fds, int nfds,
+		       struct ctl_reply *rep, int timeout_ms,
+		       void (*other)(void *ud, struct ctl_reply *frame), void *ud);
+
+/*
+ * Reads the next frame of any type (an event) into *frame, waiting up to
+ * timeout_ms (-1: forever, 0: only what is there).  A frame already begun is
+ * always read whole.  Returns 0, -ETIMEDOUT, -ECONNRESET when efid closed the
+ * connection, -EPROTO for a malformed frame, or another negative errno.
+ * Status and error are not extracted.
+ */
+int ctl_client_recv(struct ctl_client *c, struct ctl_reply *frame, int timeout_ms);
+
+/* Sends one request without waiting for its reply (someone else reads the
+ * connection).  Returns 0 or a negative errno. */
+int ctl_client_send(struct ctl_client *c, struct ctl_buf *req);
+
+/* The connection's socket, for poll/epoll (readable when a frame arrives). */
+int ctl_client_fd(const struct ctl_client *c);
+
 /* Frees a reply and closes the descriptors it still owns; accepts a zeroed one. */
 void ctl_reply_free(struct ctl_reply *rep);
 

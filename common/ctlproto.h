@@ -35,6 +35,18 @@ enum efi_ctl_type {
 	EFI_CTL_LIST = 0x0012,     /* instances, interfaces, GIDs, strays */
 	EFI_CTL_OPEN_DEVICE = 0x0020, /* libefi: lease a wire endpoint on an interface */
 	EFI_CTL_PUBLISH_COUNTERS = 0x0021, /* libefi: one descriptor, the counters page (countershm.h) */
+	/* Connection manager (docs/connection-manager.md).  Each listener and
+	 * each connection is a control connection of its own; efid pushes
+	 * EFI_CTL_CM_EVENT frames (seq 0) on it between replies. */
+	EFI_CTL_CM_LISTEN = 0x0030,     /* IFNAME, CM_SERVICE, CM_BACKLOG */
+	EFI_CTL_CM_CONNECT = 0x0031,    /* IFNAME, CM_DEST, CM_SERVICE, CM_QPN, CM_PSN,
+	                                   CM_MTU, CM_SGID, CM_TIMEOUT, [CM_PRIVATE] */
+	EFI_CTL_CM_ACCEPT = 0x0032,     /* CM_ID (the request), CM_QPN, CM_PSN, CM_MTU,
+	                                   [CM_PRIVATE]; reply: CM_KEY */
+	EFI_CTL_CM_REJECT = 0x0033,     /* CM_ID (the request), [CM_PRIVATE] */
+	EFI_CTL_CM_READY = 0x0034,      /* active side: its QP is in RTS (sends the RTU) */
+	EFI_CTL_CM_DISCONNECT = 0x0035, /* this connection's: tell the peer, forget it */
+	EFI_CTL_CM_EVENT = 0x0036,      /* efid → client, unsolicited: CM_EVENT + fields */
 };
 
 /*
@@ -86,8 +98,26 @@ enum efi_ctl_attr {
 	EFI_A_CONTEXT = 44,     /* nest, repeated: EFI_A_PID + EFI_A_COUNTERS */
 	EFI_A_PID = 45,         /* u32: the context's process (as efid sees it) */
 	EFI_A_COUNTERS = 46,    /* bin: EFI_CSHM_COUNT little-endian u64 (countershm.h order) */
+	/* connection manager (EFI_CTL_CM_*) */
+	EFI_A_CM_SERVICE = 50,  /* u32: 1..65535, the application's service number */
+	EFI_A_CM_BACKLOG = 51,  /* u32: requests a listener may leave unanswered */
+	EFI_A_CM_DEST = 52,     /* bin[16]: the GID connected to */
+	EFI_A_CM_QPN = 53,      /* u32: 24 bits */
+	EFI_A_CM_PSN = 54,      /* u32: 24 bits, the first PSN this side sends */
+	EFI_A_CM_MTU = 55,      /* u32: enum efi_mtu, the largest this side takes */
+	EFI_A_CM_SGID = 56,     /* bin[16]: the GID this side sends from */
+	EFI_A_CM_TIMEOUT = 57,  /* u32: milliseconds */
+	EFI_A_CM_PRIVATE = 58,  /* bin[0..EFI_CM_PRIVATE_MAX]: the application's bytes */
+	EFI_A_CM_ID = 59,       /* u64: a request's or connection's handle */
+	EFI_A_CM_KEY = 60,      /* u32: the per-connection secret */
+	EFI_A_CM_EVENT = 61,    /* u32: EFI_CM_EV_* */
+	EFI_A_CM_REASON = 62,   /* u32: EFI_CM_REJ_* */
+	EFI_A_CM_PEER_GID = 63, /* bin[16], repeated: the peer's GIDs (its path set) */
 	EFI_A_MAX,
 };
+
+/* Private data the application may carry in each direction. */
+#define EFI_CM_PRIVATE_MAX 192u
 
 /* EFI_A_FLAGS bits */
 #define EFI_F_ALL 0x1u          /* DETACH: every interface of the instance */
@@ -97,6 +127,29 @@ enum efi_ctl_result {
 	EFI_R_CREATED = 1,    /* ATTACH made a new interface */
 	EFI_R_UNCHANGED = 2,  /* ATTACH: it already existed exactly as asked */
 	EFI_R_REPAIRED = 3,   /* ATTACH: the record existed, the kernel side was re-created */
+};
+
+/* EFI_A_CM_EVENT values (the internal EFI_CM_EV_REPLY is turned into
+ * ESTABLISHED by libefi once its QP is in RTS). */
+enum efi_ctl_cm_event {
+	EFI_CM_EV_REQUEST = 1,      /* listener: CM_ID, CM_QPN, CM_PSN, CM_MTU, CM_SGID
+	                               (the requester's), CM_DEST, CM_PEER_GID…, CM_PRIVATE */
+	EFI_CM_EV_REPLY = 2,        /* active: CM_QPN, CM_PSN, CM_MTU, CM_KEY, CM_PEER_GID…,
+	                               CM_PRIVATE */
+	EFI_CM_EV_ESTABLISHED = 3,  /* passive: the RTU arrived */
+	EFI_CM_EV_REJECTED = 4,     /* active: CM_REASON, CM_PRIVATE */
+	EFI_CM_EV_UNREACHABLE = 5,  /* active: no efid answered at the address */
+	EFI_CM_EV_TIMEOUT = 6,      /* active: the listener did not answer in time */
+	EFI_CM_EV_DISCONNECTED = 7, /* either: the peer disconnected or died */
+};
+
+/* EFI_A_CM_REASON values (also on the wire between efids) */
+enum efi_ctl_cm_reason {
+	EFI_CM_REJ_CONSUMER = 1,    /* the listening application rejected it */
+	EFI_CM_REJ_NO_LISTENER = 2, /* nobody listens on that service and address */
+	EFI_CM_REJ_BACKLOG = 3,     /* the listener has too many unanswered requests */
+	EFI_CM_REJ_INVALID = 4,     /* the request was malformed or named no interface */
+	EFI_CM_REJ_EXPIRED = 5,     /* the answer came after the requester gave up */
 };
 
 #ifdef __cplusplus

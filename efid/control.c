@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -24,6 +25,7 @@
 #include <systemd/sd-event.h>
 
 #include "auth.h"
+#include "cm.h"
 #include "control.h"
 #include "ctlmsg.h"
 #include "efid.h"
@@ -79,6 +81,9 @@ static void client_free(struct client *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	ctl->nclients--;
+	/* Listeners and connections of this client end with it (a process
+	 * that died included): the peers learn it now, not at a timeout. */
+	cm_client_gone(ctl->d, c);
 	sd_event_source_disable_unref(c->io);
 	close(c->fd);
 	for (unsigned i = 0; i < c->nfds; i++)
@@ -284,8 +289,16 @@ static int client_process(struct client *c)
 				memmove(&c->in_fds[0], &c->in_fds[1], (c->nin_fds - 1) * sizeof(int));
 				c->nin_fds--;
 			}
-			status = handle_request(c->ctl->d, &c->peer, c->lease, h.type, payload,
-						h.length, &body, in_fd, &pass_fd, err, sizeof(err));
+			if (cm_is_request(h.type)) {
+				if (in_fd >= 0)
+					close(in_fd);
+				status = cm_handle_request(c->ctl->d, c, h.type, payload, h.length,
+							   &body, err, sizeof(err));
+			} else {
+				status = handle_request(c->ctl->d, &c->peer, c->lease, h.type,
+							payload, h.length, &body, in_fd, &pass_fd,
+							err, sizeof(err));
+			}
 		}
 		if (status > 0)
 			status = 0;
@@ -522,11 +535,27 @@ fail:;
 	return e;
 }
 
+/* One descriptor per client: make room for CONTROL_MAX_CLIENTS of them
+ * (the soft limit is often 1024; the hard one is what the admin allows). */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	rlim_t want = CONTROL_MAX_CLIENTS + 1024;
+	if (rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		log_warning("cannot raise the descriptor limit: %m");
+}
+
 int control_start(struct efid *d)
 {
 	struct control *ctl = calloc(1, sizeof(*ctl));
 	int r;
 
+	raise_fd_limit();
 	if (!ctl)
 		return -ENOMEM;
 	ctl->d = d;
@@ -599,6 +628,29 @@ void control_stop(struct efid *d)
 	free(ctl);
 	d->control = NULL;
 	lease_registry_free(d);
+}
+
+int control_push(struct client *c, const struct ctl_buf *frame)
+{
+	if (c->close_after_flush)
+		return 0; /* going away: it will not read this */
+	int r = frame->err ? frame->err : client_queue(c, frame->data, frame->len);
+	if (r == 0)
+		r = client_flush(c);
+	if (r < 0) {
+		/* Missing an event would leave the client waiting forever:
+		 * close it instead, the hang-up tells it something is wrong. */
+		c->out_off = c->out_len = 0;
+		c->close_after_flush = true;
+		shutdown(c->fd, SHUT_RDWR);
+	}
+	client_update_events(c);
+	return r < 0 ? r : 0;
+}
+
+const struct peer *control_peer(const struct client *c)
+{
+	return &c->peer;
 }
 
 unsigned control_client_count(const struct efid *d)

@@ -16,6 +16,7 @@ struct store;
 struct kernel;
 struct control;
 struct lease_registry;
+struct cm;
 
 struct efid {
 	sd_event *event;
@@ -28,6 +29,7 @@ struct efid {
 	struct kernel *kernel;   /* kernel.h: netlink sockets and watches */
 	struct control *control; /* control.h: the socket server */
 	struct lease_registry *leases; /* lease.c: wire endpoints handed to libefi */
+	struct cm *cm;           /* cm.c: listeners, connections, efid ⇄ efid sockets */
 	bool stopping;
 };
 

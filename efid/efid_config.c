@@ -38,6 +38,7 @@ void efid_config_defaults(struct efid_config *c)
 	c->default_mtu = 0;
 	snprintf(c->default_kind, sizeof(c->default_kind), "veth");
 	c->port_base = EFID_PORT_BASE_DEFAULT;
+	c->cm_port = EFID_CM_PORT_DEFAULT;
 }
 
 /* Group names as useradd accepts them: [A-Za-z0-9_.-], not starting with '-',
@@ -189,6 +190,36 @@ static int transport_key(struct efid_config *c, const char *key, const char *val
 	return -EINVAL;
 }
 
+static int cm_key(struct efid_config *c, const char *key, const char *value, char *err,
+		  size_t errlen)
+{
+	if (strcasecmp(key, "Port") == 0) {
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(value, &end, 10);
+		if (!*value || *end || errno || v < 1 || v > 65535) {
+			set_err(err, errlen, "Port='%.32s' is invalid: use 1..65535", value);
+			return -EINVAL;
+		}
+		c->cm_port = (uint32_t)v;
+		return 0;
+	}
+	set_err(err, errlen, "unknown key %.64s= in [ConnectionManager]; known keys: Port", key);
+	return -EINVAL;
+}
+
+/* The CM port must not be one a wire endpoint can be bound to. */
+static int check_ports(const struct efid_config *c, const char *name, char *err, size_t errlen)
+{
+	if (c->cm_port > c->port_base && c->cm_port <= c->port_base + 4095u) {
+		set_err(err, errlen,
+			"%s: [ConnectionManager] Port=%u lies among the wire ports %u..%u ([Transport] PortBase=%u): choose another",
+			name, c->cm_port, c->port_base + 1, c->port_base + 4095u, c->port_base);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int config_cb(void *userdata, const char *section, const char *key, const char *value,
 		     unsigned line, char *err, size_t errlen)
 {
@@ -202,9 +233,11 @@ static int config_cb(void *userdata, const char *section, const char *key, const
 		return interfaces_key(c, key, value, err, errlen);
 	if (strcasecmp(section, "Transport") == 0)
 		return transport_key(c, key, value, err, errlen);
+	if (strcasecmp(section, "ConnectionManager") == 0)
+		return cm_key(c, key, value, err, errlen);
 	if (section[0])
 		set_err(err, errlen,
-			"unknown section [%.64s]; known sections: Daemon, Control, Interfaces, Transport",
+			"unknown section [%.64s]; known sections: Daemon, Control, Interfaces, Transport, ConnectionManager",
 			section);
 	else
 		set_err(err, errlen, "%.64s= outside a section; put it under [Daemon], "
@@ -220,6 +253,8 @@ int efid_config_parse(struct efid_config *c, const char *name, const char *text,
 	struct efid_config tmp = *c;
 	int r = ini_parse(name, text, len, config_cb, &tmp, err, errlen);
 	if (r == 0)
+		r = check_ports(&tmp, name, err, errlen);
+	if (r == 0)
 		*c = tmp;
 	return r;
 }
@@ -234,6 +269,8 @@ int efid_config_load(struct efid_config *c, const char *path, bool missing_ok, c
 			err[0] = '\0';
 		return 0;
 	}
+	if (r == 0)
+		r = check_ports(&tmp, path, err, errlen);
 	if (r == 0)
 		*c = tmp;
 	return r;

@@ -15,6 +15,8 @@
  *   DefaultKind=veth
  *   [Transport]
  *   PortBase=20000         # fabric-wide: every host must use the same value
+ *   [ConnectionManager]
+ *   Port=19999             # fabric-wide UDP port efids negotiate connections on
  */
 #ifndef EFID_CONFIG_H
 #define EFID_CONFIG_H
@@ -34,7 +36,10 @@ struct efid_config {
 	uint32_t default_mtu;
 	char default_kind[16];
 	uint32_t port_base;          /* [Transport] PortBase: UDP port = PortBase + (QPN >> 12) */
+	uint32_t cm_port;            /* [ConnectionManager] Port: efid ⇄ efid, in each instance */
 };
+
+#define EFID_CM_PORT_DEFAULT 19999u
 
 /* PortBase must leave room for 4095 slots above it. */
 #define EFID_PORT_BASE_DEFAULT 20000u

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cm.h"
 #include "ctlproto.h"
 #include "efid.h"
 #include "handlers.h"
@@ -416,10 +417,19 @@ static int dispatch(struct efid *d, const struct peer *peer, struct lease *lease
 	switch (type) {
 	case EFI_CTL_HELLO:
 		return handle_hello(d, peer, tb, body, err, errlen);
-	case EFI_CTL_ATTACH:
-		return handle_attach(d, peer, tb, payload, len, body, err, errlen);
-	case EFI_CTL_DETACH:
-		return handle_detach(d, peer, tb, body, err, errlen);
+	case EFI_CTL_ATTACH: {
+		int r = handle_attach(d, peer, tb, payload, len, body, err, errlen);
+		/* A new instance can be connected to at once, not a second later. */
+		if (r >= 0)
+			cm_sync(d);
+		return r;
+	}
+	case EFI_CTL_DETACH: {
+		int r = handle_detach(d, peer, tb, body, err, errlen);
+		if (r >= 0)
+			cm_sync(d);
+		return r;
+	}
 	case EFI_CTL_OPEN_DEVICE:
 		return handle_open_device(d, peer, lease, tb, body, fd_out, err, errlen);
 	case EFI_CTL_PUBLISH_COUNTERS:

@@ -176,6 +176,19 @@ void lease_registry_free(struct efid *d)
 	d->leases = NULL;
 }
 
+bool lease_qpn_owned(const struct efid *d, const char *instance, const char *ifname, uint32_t qpn,
+		     pid_t pid)
+{
+	unsigned slot = qpn >> LEASE_SLOT_BITS;
+	if (!d->leases)
+		return false;
+	for (const struct slot *s = d->leases->slots; s; s = s->next)
+		if (s->slot == slot && s->owner->pid == pid && strcmp(s->instance, instance) == 0 &&
+		    strcmp(s->ifname, ifname) == 0)
+			return true;
+	return false;
+}
+
 size_t lease_slots_in_use(const struct efid *d)
 {
 	return d->leases ? d->leases->count : 0;
@@ -350,6 +363,7 @@ int lease_open_device(struct efid *d, struct lease *l, const struct peer *p, con
 	reg->slots = s;
 	reg->count++;
 	l->nslots++;
+	l->pid = p->pid;
 	*fd_out = m.fd;
 	log_debug("lease: slot %u (port %u, QPNs 0x%06x..) of %s/%s to pid %d", slot, m.port,
 		  slot << LEASE_SLOT_BITS, p->instance, ifname, (int)p->pid);

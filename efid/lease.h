@@ -12,7 +12,10 @@
 #ifndef EFID_LEASE_H
 #define EFID_LEASE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "auth.h"
 #include "ctlmsg.h"
@@ -56,6 +59,11 @@ void lease_put_contexts(struct efid *d, struct ctl_buf *b, const char *instance,
 
 /* Frees the registry at shutdown (after every client's lease_free). */
 void lease_registry_free(struct efid *d);
+
+/* True when process pid holds the slot of qpn on instance/ifname: a QP
+ * number the connection manager may announce for it. */
+bool lease_qpn_owned(const struct efid *d, const char *instance, const char *ifname, uint32_t qpn,
+		     pid_t pid);
 
 /* Slots currently leased, all instances (for STATUS= and tests). */
 size_t lease_slots_in_use(const struct efid *d);

@@ -24,6 +24,7 @@
 #include <systemd/sd-event.h>
 
 #include "auth.h"
+#include "cm.h"
 #include "control.h"
 #include "efid.h"
 #include "iface.h"
@@ -270,6 +271,9 @@ int main(int argc, char **argv)
 		log_error("cannot watch netlink events: %s", strerror(-r));
 		goto out;
 	}
+	r = cm_start(&d);
+	if (r < 0)
+		goto out;
 	r = control_start(&d);
 	if (r < 0)
 		goto out;
@@ -288,6 +292,7 @@ out:
 	if (!d.stopping)
 		sd_notify(0, "STOPPING=1");
 	control_stop(&d);
+	cm_stop(&d);
 	kernel_close(&d);
 	sd_event_unref(d.event);
 	store_close(d.store);

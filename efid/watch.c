@@ -27,6 +27,7 @@
 #include <netlink/route/link.h>
 #include <netlink/socket.h>
 
+#include "cm.h"
 #include "efid.h"
 #include "kernel.h"
 #include "log.h"
@@ -359,6 +360,9 @@ static int on_netns_dir(sd_event_source *s, const struct inotify_event *ev, void
 	if (ev->mask & (IN_DELETE | IN_MOVED_FROM)) {
 		watch_instance_remove(k, ev->name);
 		watch_schedule_resync(k, ev->name);
+		/* The connection manager's socket there holds the namespace
+		 * (and so its devices) alive: let go of it now. */
+		cm_sync(k->d);
 	}
 	if (ev->mask & (IN_CREATE | IN_MOVED_TO)) {
 		/* `ip netns add` makes the file, then mounts the namespace on

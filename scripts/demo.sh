@@ -12,20 +12,23 @@
 # 5. shows `efictl status` (instances, interfaces, link state, GIDs) and
 #    proves the two instances reach each other (ping from a to b),
 # 6. moves data between them over libefi's RC queue pairs with efi-perf
-#    (send latency for 8 B, RDMA Write bandwidth for 64 KiB and 1 MiB),
+#    (send latency for 8 B, RDMA Write bandwidth for 64 KiB and 1 MiB), the
+#    QPs connected by the connection manager (efid to efid),
 # 7. detaches, stops efid and removes everything it made, also on failure or
 #    Ctrl-C.
 #
 # Needs root (namespaces, links); re-runs itself with sudo when it can.
 # Environment: EFI_BUILD_DIR (default ./build-demo), EFI_DEMO_SKIP_DEPS=1
-# (skip step 1), EFI_DEMO_KEEP=1 (pause before cleaning up).
+# (skip step 1), EFI_DEMO_KEEP=1 (pause before cleaning up),
+# EFI_DEMO_TCP_EXCHANGE=1 (connect the QPs by hand over TCP instead of
+# through the connection manager).
 set -euo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 if [ "$(id -u)" -ne 0 ]; then
 	if command -v sudo >/dev/null 2>&1; then
-		exec sudo --preserve-env=EFI_BUILD_DIR,EFI_DEMO_SKIP_DEPS,EFI_DEMO_KEEP "$0" "$@"
+		exec sudo --preserve-env=EFI_BUILD_DIR,EFI_DEMO_SKIP_DEPS,EFI_DEMO_KEEP,EFI_DEMO_TCP_EXCHANGE "$0" "$@"
 	fi
 	echo "demo.sh: needs root to create network namespaces; run it as root." >&2
 	exit 1
@@ -155,15 +158,19 @@ run ip netns exec "$INST_A" ping -c 3 -W 2 "${ADDR_B%/*}"
 
 # ---- 6. moving data: efi-perf over libefi ---------------------------------
 # RC queue pairs between the two instances, on their EFI interfaces: the
-# server runs in $INST_B, the client in $INST_A (perftest-style, with an
-# out-of-band TCP exchange of QP numbers and keys).
+# server runs in $INST_B, the client in $INST_A.  The connection manager
+# connects the QPs (efid to efid: QP numbers, PSNs, MTU, the connection's
+# secret; buffer keys as private data); a TCP channel carries only the test
+# parameters and the barriers.  EFI_DEMO_TCP_EXCHANGE=1: QP numbers over TCP.
 EFI_PERF=$BUILD/tools/efi-perf/efi-perf
+PERF_EXCHANGE=()
+[ "${EFI_DEMO_TCP_EXCHANGE:-0}" = 1 ] && PERF_EXCHANGE=(--tcp-exchange)
 perf_pair() {
 	local server_pid
-	ip netns exec "$INST_B" "$EFI_PERF" "$@" >"$TMP/efi-perf-server.log" 2>&1 &
+	ip netns exec "$INST_B" "$EFI_PERF" "${PERF_EXCHANGE[@]}" "$@" >"$TMP/efi-perf-server.log" 2>&1 &
 	server_pid=$!
 	sleep 0.5
-	run ip netns exec "$INST_A" timeout 120 "$EFI_PERF" "$@" "${ADDR_B%/*}" || {
+	run ip netns exec "$INST_A" timeout 120 "$EFI_PERF" "${PERF_EXCHANGE[@]}" "$@" "${ADDR_B%/*}" || {
 		cat "$TMP/efi-perf-server.log" >&2
 		kill "$server_pid" 2>/dev/null || true
 		return 1

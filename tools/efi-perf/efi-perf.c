@@ -66,7 +66,10 @@ static void usage(FILE *out)
 	      "  -I, --inline=BYTES     send messages up to BYTES inline (send/write)\n"
 	      "  -e, --events           wait for completions on a completion channel\n"
 	      "  -x, --gid-index=N      local GID index (default: the first IPv4-mapped one)\n"
-	      "  -p, --port=PORT        TCP port of the out-of-band exchange (default 18515)\n"
+	      "  -p, --port=PORT        TCP port of the out-of-band exchange, and the connection\n"
+	      "                         manager's service number (default 18515)\n"
+	      "      --tcp-exchange     exchange QP numbers over TCP and connect the QPs by hand,\n"
+	      "                         instead of through the connection manager\n"
 	      "      --json             print the results as JSON\n"
 	      "  -h, --help             this help\n", out);
 }
@@ -141,7 +144,7 @@ static void parse_test(struct perf_opts *o, const char *name)
 
 static void parse_args(struct perf_opts *o, int argc, char **argv)
 {
-	enum { OPT_JSON = 256 };
+	enum { OPT_JSON = 256, OPT_TCP_EXCHANGE };
 	static const struct option longopts[] = {
 		{ "device", required_argument, NULL, 'd' },
 		{ "size", required_argument, NULL, 's' },
@@ -154,6 +157,7 @@ static void parse_args(struct perf_opts *o, int argc, char **argv)
 		{ "gid-index", required_argument, NULL, 'x' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "tcp-exchange", no_argument, NULL, OPT_TCP_EXCHANGE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -197,6 +201,7 @@ static void parse_args(struct perf_opts *o, int argc, char **argv)
 				usage_die("-p: port 0 is not a port");
 			break;
 		case OPT_JSON: o->json = true; break;
+		case OPT_TCP_EXCHANGE: o->tcp_exchange = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -267,8 +272,12 @@ int main(int argc, char **argv)
 	first = opts.all_sizes ? PERF_ALL_MIN_SIZE : opts.size;
 	largest = opts.all_sizes ? PERF_ALL_MAX_SIZE : opts.size;
 	perf_create_qps(&pc, largest < 64 ? 64 : largest);
-	oob_exchange_qps(&pc);
-	perf_connect_qps(&pc);
+	if (opts.tcp_exchange) {
+		oob_exchange_qps(&pc);
+		perf_connect_qps(&pc);
+	} else {
+		perf_cm_connect_qps(&pc);
+	}
 	oob_sync(&pc, "connected");
 
 	report_banner(&pc);

@@ -2,6 +2,7 @@
 /*
  * efi-perf: perftest-style latency and bandwidth tests over <efi/efi.h>.
  * The pieces: options (efi-perf.c), the out-of-band TCP exchange (oob.c),
+ * connecting through the connection manager (cm.c),
  * device/QP setup (resources.c), the latency loops (lat.c), the bandwidth
  * loops (bw.c) and the tables/JSON (report.c).
  */
@@ -13,6 +14,7 @@
 #include <stdint.h>
 
 #include <efi/efi.h>
+#include <efi/efi_cm.h>
 
 #define PERF_DEFAULT_PORT	18515
 #define PERF_MAX_QPS		64
@@ -41,8 +43,9 @@ struct perf_opts {
 	int inline_size;		/* -I, -1: default */
 	bool events;			/* -e */
 	int gid_index;			/* -x, -1: the first IPv4-mapped/global one */
-	uint16_t port;			/* -p */
+	uint16_t port;			/* -p: TCP port, and the CM service */
 	bool json;
+	bool tcp_exchange;		/* --tcp-exchange: QPs by hand over TCP, no CM */
 };
 
 /* What one side tells the other about one QP (perftest's "remote address"
@@ -85,6 +88,8 @@ struct perf_ctx {
 	int num_qps;
 	struct perf_qp qps[PERF_MAX_QPS];
 	int oob_fd;				/* TCP to the peer */
+	struct efi_cm_id *listener;		/* server, connection manager */
+	struct efi_cm_id *cm_ids[PERF_MAX_QPS];	/* one connection per QP */
 	char dev_name[EFI_DEVICE_NAME_MAX];
 };
 
@@ -135,6 +140,12 @@ void perf_fill_recvs(struct perf_qp *pq, int depth);
  * (or its first 8 bytes for an atomic). */
 void perf_post_one(struct perf_ctx *pc, struct perf_qp *pq, enum efi_wr_opcode op, uint32_t size,
 		   bool signaled, uint64_t wr_id);
+
+/* cm.c: connects the QPs through the connection manager (the default);
+ * dies with a clear message on failure. */
+void perf_cm_connect_qps(struct perf_ctx *pc);
+/* Destroys the connections and the listener (before the QPs). */
+void perf_cm_close(struct perf_ctx *pc);
 
 /* lat.c / bw.c: run one size, fill *res (the client's numbers). */
 void perf_run_lat(struct perf_ctx *pc, uint32_t size, struct perf_result *res);

@@ -219,6 +219,7 @@ void perf_connect_qps(struct perf_ctx *pc)
 
 void perf_close(struct perf_ctx *pc)
 {
+	perf_cm_close(pc);
 	for (int i = pc->num_qps - 1; i >= 0; i--) {
 		struct perf_qp *pq = &pc->qps[i];
 

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/* Connection-manager internals shared by cm.c (the state machine between
+ * efids) and cm_requests.c (the applications' requests). */
+#ifndef EFID_CM_INT_H
+#define EFID_CM_INT_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cm.h"
+#include "ifacespec.h"
+
+struct client;
+#include <systemd/sd-event.h>
+
+#define RTO_FIRST_USEC (50ull * 1000)
+#define RTO_MAX_USEC (800ull * 1000)
+#define TICK_USEC (10ull * 1000)
+#define DREQ_LINGER_USEC (2ull * 1000000)
+#define TOMBSTONE_MAX_USEC (5ull * 1000000)
+#define DEFAULT_TIMEOUT_MS 5000u
+#define MAX_BACKLOG 4096u
+#define MAX_CONNS 65536u
+
+struct cm_listener {
+	struct cm_listener *next;
+	struct client *client;
+	char instance[EFI_INSTANCE_MAX + 1];
+	char ifname[EFI_IFNAME_MAX + 1];
+	uint32_t service;
+	unsigned backlog, pending;
+};
+
+enum conn_state {
+	CS_REQ_SENT,    /* active: REQ out, nothing back yet */
+	CS_ACKED,       /* active: the remote efid gave it to a listener */
+	CS_REP_RCVD,    /* active: REP handed to the application, waiting READY */
+	CS_PENDING,     /* passive: with the listener, waiting accept or reject */
+	CS_REP_SENT,    /* passive: accepted, REP out, waiting RTU */
+	CS_ESTABLISHED,
+	CS_CLOSING,     /* DREQ out, waiting DREP; no client any more */
+	CS_DEAD,        /* answered for a while (duplicate REQs), then forgotten */
+};
+
+struct cm_conn {
+	struct cm_conn *next, *prev;
+	uint64_t tid;
+	uint64_t handle;             /* passive: what the listener names it by */
+	bool active;
+	enum conn_state state;
+	struct client *client;       /* the connection's channel, NULL if none (yet) */
+	struct cm_listener *listener; /* passive, CS_PENDING */
+	char instance[EFI_INSTANCE_MAX + 1];
+	char ifname[EFI_IFNAME_MAX + 1];
+	struct sockaddr_in6 peer;    /* the other efid (port ignored) */
+	struct cm_wire_msg out;      /* the message resent until answered */
+	bool resending;
+	uint64_t next_send, rto;
+	uint64_t deadline;           /* 0: none */
+	uint32_t timeout_ms;
+	struct cm_wire_msg req;      /* passive: the request, for the REQUEST event */
+};
+
+struct cm {
+	struct cm_listener *listeners;
+	struct cm_conn *conns;
+	unsigned nlisteners, nconns;
+	struct cm_sock *socks;
+	sd_event_source *tick;       /* on while a connection waits for something */
+	sd_event_source *sync_timer;
+};
+
+
+/* cm.c */
+struct cm_conn *cm_conn_new(struct efid *d, bool active, const char *instance);
+void cm_conn_unlink(struct cm *cm, struct cm_conn *c);
+void cm_conn_send(struct efid *d, struct cm_conn *c, const struct cm_wire_msg *m, bool resend);
+void cm_conn_bury(struct efid *d, struct cm_conn *c, uint64_t linger_usec);
+void cm_conn_release(struct efid *d, struct cm_conn *c);
+void cm_set_deadline(struct efid *d, struct cm_conn *c, uint64_t usec);
+uint64_t cm_tombstone_usec(const struct cm_conn *c);
+uint64_t cm_random_u64(void);
+struct cm_listener *cm_listener_find(struct efid *d, const char *instance, const char *ifname,
+				     uint32_t service);
+struct cm_listener *cm_listener_of(struct efid *d, const struct client *c);
+struct cm_conn *cm_conn_of(struct efid *d, const struct client *c);
+
+/* The interface of an instance that has a GID, with its path set. */
+struct gid_lookup {
+	struct efid *d;
+	const union efi_gid *gid;
+	char ifname[EFI_IFNAME_MAX + 1];
+	unsigned ngids;
+	union efi_gid gids[CM_WIRE_MAX_GIDS];
+	bool found;
+};
+bool cm_local_gid(struct efid *d, const char *instance, const union efi_gid *gid,
+		  struct gid_lookup *out);
+/* An interface by name, with its path set (g.gid unset). */
+bool cm_local_iface(struct efid *d, const char *instance, const char *ifname,
+		    struct gid_lookup *out);
+
+#endif

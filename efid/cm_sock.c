@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The connection manager's UDP sockets, one per instance namespace, bound to
+ * [::]:Port there (both families).  A connect request is sent from the
+ * requesting instance's socket, so it takes the instance's own network to
+ * the address connected to, where the efid serving that instance receives
+ * it on its socket in that namespace: no route from the host's namespace
+ * to instance addresses is needed, and two efids on one machine (or two
+ * machines) find each other the same way.  ICMP errors are read too
+ * (IP_RECVERR): "nobody on that port" means no efid serves the address.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <time.h> /* before linux/errqueue.h, which needs struct timespec */
+#include <linux/errqueue.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <systemd/sd-event.h>
+
+#include "cm.h"
+#include "efid.h"
+#include "kernel.h"
+#include "log.h"
+#include "netns.h"
+#include "store.h"
+
+struct cm_sock {
+	struct cm_sock *next;
+	struct efid *d;
+	char instance[EFI_INSTANCE_MAX + 1];
+	ino_t netns_ino;
+	int fd;
+	sd_event_source *src;
+	bool seen;       /* cm_sync: still recorded */
+	bool warned;     /* bind failure logged once */
+};
+
+static void sock_free(struct cm_sock *s)
+{
+	sd_event_source_disable_unref(s->src);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s);
+}
+
+struct make_cm_socket {
+	unsigned port;
+	int fd;
+	const char *step;
+};
+
+static int make_cm_socket_in_netns(void *ud)
+{
+	struct make_cm_socket *m = ud;
+	int off = 0, on = 1;
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)m->port),
+				     .sin6_addr = IN6ADDR_ANY_INIT };
+
+	m->step = "socket";
+	m->fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (m->fd < 0)
+		return -errno;
+	m->step = "IPV6_V6ONLY";
+	if (setsockopt(m->fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) < 0)
+		goto fail;
+	m->step = "IP_RECVERR";
+	if (setsockopt(m->fd, IPPROTO_IPV6, IPV6_RECVERR, &on, sizeof(on)) < 0 ||
+	    setsockopt(m->fd, IPPROTO_IP, IP_RECVERR, &on, sizeof(on)) < 0)
+		goto fail;
+	m->step = "bind";
+	if (bind(m->fd, (struct sockaddr *)&sin6, sizeof(sin6)) < 0)
+		goto fail;
+	return 0;
+fail:;
+	int e = -errno;
+	close(m->fd);
+	m->fd = -1;
+	return e;
+}
+
+/* Reads ICMP errors: each names the destination that refused. */
+static void read_errors(struct cm_sock *s)
+{
+	for (int burst = 0; burst < 64; burst++) {
+		struct sockaddr_in6 to;
+		uint8_t data[64];
+		union {
+			char buf[512];
+			struct cmsghdr align;
+		} u;
+		struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
+		struct msghdr msg = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = &iov,
+				      .msg_iovlen = 1, .msg_control = u.buf,
+				      .msg_controllen = sizeof(u.buf) };
+		if (recvmsg(s->fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			return;
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+			if (!((cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_RECVERR) ||
+			      (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_RECVERR)))
+				continue;
+			struct sock_extended_err ee;
+			memcpy(&ee, CMSG_DATA(cm), sizeof(ee));
+			if ((ee.ee_origin == SO_EE_ORIGIN_ICMP || ee.ee_origin == SO_EE_ORIGIN_ICMP6) &&
+			    (ee.ee_errno == ECONNREFUSED || ee.ee_errno == EHOSTUNREACH ||
+			     ee.ee_errno == ENETUNREACH) &&
+			    msg.msg_namelen >= sizeof(struct sockaddr_in6) && to.sin6_family == AF_INET6)
+				cm_unreachable(s->d, s->instance, &to);
+		}
+	}
+}
+
+static int on_datagram(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct cm_sock *s = userdata;
+	struct efid *d = s->d;
+	char instance[sizeof(s->instance)];
+
+	/* cm_input may run cm_sync (never), but copy the name anyway: the
+	 * handlers must not depend on s staying alive. */
+	memcpy(instance, s->instance, sizeof(instance));
+	if (revents & EPOLLERR)
+		read_errors(s);
+	for (int burst = 0; burst < 64 && (revents & EPOLLIN); burst++) {
+		uint8_t buf[CM_WIRE_MAX + 1];
+		struct sockaddr_in6 from;
+		socklen_t fl = sizeof(from);
+		ssize_t n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			/* an ICMP error reported through recv: read the queue */
+			read_errors(s);
+			continue;
+		}
+		if (fl < sizeof(from) || from.sin6_family != AF_INET6 ||
+		    ntohs(from.sin6_port) != d->config.cm_port)
+			continue; /* efids talk from the CM port only */
+		struct cm_wire_msg m;
+		int r = cm_wire_decode(buf, (size_t)n, &m);
+		if (r < 0) {
+			log_debug("cm: dropped a malformed datagram (%zd bytes) in %s: %s", n, instance,
+				  strerror(-r));
+			continue;
+		}
+		cm_input(d, instance, &from, &m);
+	}
+	return 0;
+}
+
+static int sock_open(struct efid *d, struct cm_sock *s)
+{
+	int ns = netns_open(s->instance);
+	if (ns < 0)
+		return ns;
+	struct stat st;
+	if (fstat(ns, &st) < 0) {
+		int e = -errno;
+		close(ns);
+		return e;
+	}
+	struct make_cm_socket m = { .port = d->config.cm_port, .fd = -1 };
+	int r = netns_run(d->kernel->self_netns_fd, ns, make_cm_socket_in_netns, &m);
+	close(ns);
+	if (r < 0) {
+		if (!s->warned)
+			log_warning("cm: cannot open port %u in instance %s (%s): %s; connections to and from it fail until it can",
+				    d->config.cm_port, s->instance, m.step ? m.step : "setns",
+				    strerror(-r));
+		s->warned = true;
+		return r;
+	}
+	r = sd_event_add_io(d->event, &s->src, m.fd, EPOLLIN, on_datagram, s);
+	if (r < 0) {
+		close(m.fd);
+		return r;
+	}
+	s->fd = m.fd;
+	s->netns_ino = st.st_ino;
+	s->warned = false;
+	log_debug("cm: listening on port %u in instance %s", d->config.cm_port, s->instance);
+	return 0;
+}
+
+static struct cm_sock *sock_find(struct efid *d, const char *instance)
+{
+	for (struct cm_sock *s = *cm_socks(d); s; s = s->next)
+		if (strcmp(s->instance, instance) == 0)
+			return s;
+	return NULL;
+}
+
+static int count_attached(const struct store_iface *it, void *ud)
+{
+	unsigned *n = ud;
+	*n += strcmp(it->state, "attached") == 0;
+	return 0;
+}
+
+static int sync_instance(const char *instance, void *ud)
+{
+	struct efid *d = ud;
+	struct cm_sock *s = sock_find(d, instance);
+	struct stat st;
+	unsigned attached = 0;
+
+	/* Only where an interface is: the socket keeps the namespace alive. */
+	store_iface_foreach(d->store, instance, count_attached, &attached);
+	if (!attached)
+		return 0;
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return 0;
+		s->d = d;
+		s->fd = -1;
+		snprintf(s->instance, sizeof(s->instance), "%s", instance);
+		s->next = *cm_socks(d);
+		*cm_socks(d) = s;
+	}
+	s->seen = true;
+	char path[sizeof(NETNS_RUN_DIR) + EFI_INSTANCE_MAX + 2];
+	snprintf(path, sizeof(path), NETNS_RUN_DIR "/%s", instance);
+	bool present = stat(path, &st) == 0;
+	if (s->fd >= 0 && (!present || st.st_ino != s->netns_ino)) {
+		/* the namespace went away or was made anew: the socket is in
+		 * the old one */
+		sd_event_source_disable_unref(s->src);
+		s->src = NULL;
+		close(s->fd);
+		s->fd = -1;
+	}
+	if (s->fd < 0 && present)
+		sock_open(d, s);
+	return 0;
+}
+
+void cm_sync(struct efid *d)
+{
+	if (!d->cm || !d->store)
+		return;
+	for (struct cm_sock *s = *cm_socks(d); s; s = s->next)
+		s->seen = false;
+	store_instance_foreach(d->store, sync_instance, d);
+	for (struct cm_sock **pp = cm_socks(d); *pp;) {
+		struct cm_sock *s = *pp;
+		if (!s->seen) {
+			*pp = s->next;
+			log_debug("cm: closing port %u in instance %s (no interfaces left)",
+				  d->config.cm_port, s->instance);
+			sock_free(s);
+		} else {
+			pp = &s->next;
+		}
+	}
+}
+
+int cm_sock_send(struct efid *d, const char *instance, const struct sockaddr_in6 *to,
+		 const struct cm_wire_msg *msg)
+{
+	uint8_t buf[CM_WIRE_MAX];
+	struct cm_sock *s = sock_find(d, instance);
+	if (!s || s->fd < 0)
+		return -ENOENT;
+	int n = cm_wire_encode(msg, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	struct sockaddr_in6 dst = *to;
+	dst.sin6_port = htons((uint16_t)d->config.cm_port);
+	/* Errors reported here (an earlier ICMP error, no route) are the
+	 * caller's to act on: this never calls back into cm.c. */
+	for (int tries = 0;; tries++) {
+		if (sendto(s->fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL,
+			   (struct sockaddr *)&dst, sizeof(dst)) >= 0)
+			return 0;
+		/* A pending ICMP error of an earlier datagram (to anyone) is
+		 * reported by the next call and then cleared; its details wait
+		 * in the error queue.  Send again. */
+		if (tries > 0 || (errno != ECONNREFUSED && errno != EHOSTUNREACH &&
+				  errno != ENETUNREACH))
+			return -errno;
+	}
+}
+
+void cm_sock_close_all(struct efid *d)
+{
+	struct cm_sock **pp = cm_socks(d);
+	while (*pp) {
+		struct cm_sock *s = *pp;
+		*pp = s->next;
+		sock_free(s);
+	}
+}

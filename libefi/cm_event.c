@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Connection-manager events: turning efid's event frames into struct
+ * efi_cm_event and doing what each stands for, and the watcher thread of
+ * each connection, which does it the moment a frame arrives (a peer that
+ * died puts the QP in ERR at once, whether or not the application is
+ * looking at its channel), then queues the event for efi_cm_get_event.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "cm_int.h"
+#include "efi_int.h"
+
+#define WATCHER_STACK (256u * 1024u)
+
+
+static const struct ctl_policy event_policy[EFI_A_MAX] = {
+	[EFI_A_CM_EVENT] = { .kind = CTL_U32 },
+	[EFI_A_CM_ID] = { .kind = CTL_U64 },
+	[EFI_A_CM_SERVICE] = { .kind = CTL_U32 },
+	[EFI_A_CM_QPN] = { .kind = CTL_U32 },
+	[EFI_A_CM_PSN] = { .kind = CTL_U32 },
+	[EFI_A_CM_MTU] = { .kind = CTL_U32 },
+	[EFI_A_CM_KEY] = { .kind = CTL_U32 },
+	[EFI_A_CM_SGID] = { .kind = CTL_BIN, .minlen = 16, .maxlen = 16 },
+	[EFI_A_CM_DEST] = { .kind = CTL_BIN, .minlen = 16, .maxlen = 16 },
+	[EFI_A_CM_REASON] = { .kind = CTL_U32 },
+	[EFI_A_CM_TIMEOUT] = { .kind = CTL_U32 },
+	[EFI_A_CM_PEER_GID] = { .kind = CTL_BIN, .multi = true, .minlen = 16, .maxlen = 16 },
+	[EFI_A_CM_PRIVATE] = { .kind = CTL_BIN, .minlen = 0, .maxlen = EFI_CM_PRIVATE_MAX },
+};
+
+static uint32_t u32_of(const struct ctl_attr *tb, uint16_t a)
+{
+	uint32_t v = 0;
+	if (ctl_has(tb, a))
+		ctl_attr_u32(&tb[a], &v);
+	return v;
+}
+
+/* The peer's QP as an event names it (REQUEST and REPLY carry it). */
+static int take_peer(struct efi_cm_id *id, const struct ctl_attr *tb)
+{
+	if (!ctl_has(tb, EFI_A_CM_QPN) || !ctl_has(tb, EFI_A_CM_PSN) ||
+	    !ctl_has(tb, EFI_A_CM_MTU) || !ctl_has(tb, EFI_A_CM_SGID))
+		return EPROTO;
+	id->peer_qpn = u32_of(tb, EFI_A_CM_QPN);
+	id->peer_psn = u32_of(tb, EFI_A_CM_PSN);
+	id->peer_mtu = u32_of(tb, EFI_A_CM_MTU);
+	if (id->peer_qpn == 0 || id->peer_qpn > 0xffffffu || id->peer_psn > 0xffffffu ||
+	    id->peer_mtu < EFI_MTU_256 || id->peer_mtu > EFI_MTU_4096)
+		return EPROTO;
+	memcpy(id->peer_gid.raw, tb[EFI_A_CM_SGID].data, 16);
+	return 0;
+}
+
+/* The active side's REPLY: the QP to RTS, then tell efid (the RTU). */
+static int on_reply(struct efi_cm_id *id, const struct ctl_attr *tb)
+{
+	uint32_t key = u32_of(tb, EFI_A_CM_KEY);
+	int r = take_peer(id, tb);
+	if (r == 0 && key == 0)
+		r = EPROTO;
+	if (r == 0)
+		r = efi_cm_qp_to_rts(id, key);
+	if (r == 0) {
+		struct ctl_buf b;
+		struct ctl_reply rep;
+		efi_cm_begin(&b, EFI_CTL_CM_READY);
+		r = efi_cm_call(id, &b, &rep);
+		if (r == 0)
+			ctl_reply_free(&rep);
+	}
+	return r;
+}
+
+int efi_cm_take_event(struct efi_cm_id *id, const struct ctl_reply *f, struct efi_cm_event *ev)
+{
+	struct ctl_attr tb[EFI_A_MAX];
+	if (f->hdr.type != EFI_CTL_CM_EVENT)
+		return EAGAIN; /* a late reply */
+	if (ctl_parse(f->payload, f->payload_len, event_policy, EFI_A_MAX, tb, NULL) < 0 ||
+	    !ctl_has(tb, EFI_A_CM_EVENT))
+		return EPROTO;
+	memset(ev, 0, sizeof(*ev));
+	ev->id = id;
+	if (ctl_has(tb, EFI_A_CM_PRIVATE)) {
+		ev->private_data_len = (uint8_t)tb[EFI_A_CM_PRIVATE].len;
+		memcpy(ev->private_data, tb[EFI_A_CM_PRIVATE].data, ev->private_data_len);
+	}
+	switch (u32_of(tb, EFI_A_CM_EVENT)) {
+	case EFI_CM_EV_REQUEST: {
+		if (id->kind != ID_LISTENER || !ctl_has(tb, EFI_A_CM_ID) || !ctl_has(tb, EFI_A_CM_DEST))
+			return EPROTO;
+		struct efi_cm_id *req = efi_cm_id_new(ID_REQUEST, id->context, false);
+		if (!req)
+			return ENOMEM;
+		if (take_peer(req, tb)) {
+			efi_cm_id_free(req);
+			return EPROTO;
+		}
+		ctl_attr_u64(&tb[EFI_A_CM_ID], &req->handle);
+		memcpy(req->local_gid.raw, tb[EFI_A_CM_DEST].data, 16);
+		req->service = id->service;
+		ev->event = EFI_CM_EVENT_CONNECT_REQUEST;
+		ev->request = req;
+		ev->service = req->service;
+		ev->peer_gid = req->peer_gid;
+		ev->peer_qp_num = req->peer_qpn;
+		return 0;
+	}
+	case EFI_CM_EV_REPLY:
+		if (id->kind != ID_CONNECTION || !id->active || id->connected || id->closed)
+			return EPROTO;
+		if (on_reply(id, tb) != 0) {
+			/* could not follow: give the connection up (the peer
+			 * is told DISCONNECTED) */
+			efi_cm_qp_to_error(id->qp);
+			id->closed = true;
+			if (!atomic_exchange(&id->disconnected, true)) {
+				struct ctl_buf b;
+				efi_cm_begin(&b, EFI_CTL_CM_DISCONNECT);
+				if (ctl_msg_end(&b) == 0) {
+					pthread_mutex_lock(&id->lock);
+					ctl_client_send(id->ctl, &b);
+					pthread_mutex_unlock(&id->lock);
+				}
+				ctl_buf_free(&b);
+			}
+			ev->event = EFI_CM_EVENT_REJECTED;
+			ev->reject_reason = EFI_CM_REJECT_INVALID;
+			return 0;
+		}
+		id->connected = true;
+		__attribute__((fallthrough)); /* established */
+	case EFI_CM_EV_ESTABLISHED:
+		ev->event = EFI_CM_EVENT_ESTABLISHED;
+		ev->peer_gid = id->peer_gid;
+		ev->peer_qp_num = id->peer_qpn;
+		return 0;
+	case EFI_CM_EV_REJECTED:
+		ev->event = EFI_CM_EVENT_REJECTED;
+		ev->reject_reason = (int)u32_of(tb, EFI_A_CM_REASON);
+		id->closed = true;
+		return 0;
+	case EFI_CM_EV_UNREACHABLE:
+		ev->event = EFI_CM_EVENT_UNREACHABLE;
+		id->closed = true;
+		return 0;
+	case EFI_CM_EV_TIMEOUT:
+		ev->event = EFI_CM_EVENT_TIMEOUT;
+		id->closed = true;
+		return 0;
+	case EFI_CM_EV_DISCONNECTED:
+		ev->event = EFI_CM_EVENT_DISCONNECTED;
+		efi_cm_qp_to_error(id->qp);
+		id->closed = true;
+		return 0;
+	default:
+		return EAGAIN; /* an event this libefi does not know */
+	}
+}
+
+/* ---- the watcher ---------------------------------------------------------- */
+
+static void push_event(struct efi_cm_id *id, int err, const struct efi_cm_event *ev)
+{
+	struct queued_event *q = calloc(1, sizeof(*q));
+	if (!q)
+		return; /* the application then waits in vain: only without memory */
+	q->err = err;
+	if (ev)
+		q->ev = *ev;
+	pthread_mutex_lock(&id->lock);
+	if (id->events_tail)
+		id->events_tail->next = q;
+	else
+		id->events = q;
+	id->events_tail = q;
+	pthread_mutex_unlock(&id->lock);
+	uint64_t one = 1;
+	ssize_t w = write(id->ready_fd, &one, sizeof(one));
+	(void)w; /* an eventfd counter cannot overflow from this */
+}
+
+/* The next frame: one a call set aside, else one from efid (or stop). */
+static int next_frame(struct efi_cm_id *id, struct ctl_reply *f)
+{
+	if (id->queue) {
+		struct queued_frame *q = id->queue;
+		id->queue = q->next;
+		if (!id->queue)
+			id->queue_tail = NULL;
+		*f = q->frame;
+		free(q);
+		return 0;
+	}
+	struct pollfd pfd[2] = {
+		{ .fd = ctl_client_fd(id->ctl), .events = POLLIN },
+		{ .fd = id->stop_fd, .events = POLLIN },
+	};
+	for (;;) {
+		int n = poll(pfd, 2, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno;
+		if (pfd[1].revents)
+			return ECANCELED;
+		int r = ctl_client_recv(id->ctl, f, 0);
+		if (r == -ETIMEDOUT)
+			continue;
+		return r < 0 ? -r : 0;
+	}
+}
+
+static void *watch(void *arg)
+{
+	struct efi_cm_id *id = arg;
+	for (;;) {
+		struct ctl_reply f;
+		struct efi_cm_event ev;
+		int r = next_frame(id, &f);
+		if (r == ECANCELED)
+			break;
+		if (r) {
+			/* efid went away: the application hears it once */
+			push_event(id, r == EPROTO ? EPROTO : ECONNRESET, NULL);
+			break;
+		}
+		r = efi_cm_take_event(id, &f, &ev);
+		ctl_reply_free(&f);
+		if (r == 0)
+			push_event(id, 0, &ev);
+		else if (r != EAGAIN)
+			push_event(id, r, NULL);
+	}
+	return NULL;
+}
+
+int efi_cm_watch(struct efi_cm_id *id)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int r;
+
+	id->ready_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
+	id->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (id->ready_fd < 0 || id->stop_fd < 0) {
+		r = errno;
+		goto fail;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, WATCHER_STACK);
+	/* the application's signals go to the application's threads */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&id->watcher, &attr, watch, id);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (r)
+		goto fail;
+	id->watching = true;
+	return 0;
+fail:
+	if (id->ready_fd >= 0)
+		close(id->ready_fd);
+	if (id->stop_fd >= 0)
+		close(id->stop_fd);
+	id->ready_fd = id->stop_fd = -1;
+	return r;
+}
+
+void efi_cm_unwatch(struct efi_cm_id *id)
+{
+	if (!id->watching)
+		return;
+	uint64_t one = 1;
+	ssize_t w = write(id->stop_fd, &one, sizeof(one));
+	(void)w;
+	pthread_join(id->watcher, NULL);
+	close(id->stop_fd);
+	id->stop_fd = -1;
+	id->watching = false;
+}
+
+/* ---- efi_cm_get_event --------------------------------------------------- */
+
+static int wait_ms_left(uint64_t deadline, int timeout_ms)
+{
+	if (timeout_ms < 0)
+		return -1;
+	uint64_t now = efi_now_ns();
+	return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
+}
+
+/* A listener's events: read straight from its control connection. */
+static int listener_event(struct efi_cm_id *id, struct efi_cm_event *event, int timeout_ms)
+{
+	uint64_t deadline = efi_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
+	for (;;) {
+		struct ctl_reply f;
+		int r;
+		if (id->queue) {
+			struct queued_frame *q = id->queue;
+			id->queue = q->next;
+			if (!id->queue)
+				id->queue_tail = NULL;
+			f = q->frame;
+			free(q);
+		} else {
+			r = ctl_client_recv(id->ctl, &f, wait_ms_left(deadline, timeout_ms));
+			if (r == -ETIMEDOUT)
+				return EAGAIN;
+			if (r < 0)
+				return -r;
+		}
+		r = efi_cm_take_event(id, &f, event);
+		ctl_reply_free(&f);
+		if (r != EAGAIN)
+			return r;
+	}
+}
+
+/* A connection's: what its watcher queued. */
+static int connection_event(struct efi_cm_id *id, struct efi_cm_event *event, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = id->ready_fd, .events = POLLIN };
+	uint64_t deadline = efi_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
+	uint64_t count;
+	for (;;) {
+		/* semaphore eventfd: one read takes one event's count */
+		if (read(id->ready_fd, &count, sizeof(count)) == (ssize_t)sizeof(count))
+			break;
+		if (errno != EAGAIN && errno != EINTR)
+			return errno;
+		int n = poll(&pfd, 1, wait_ms_left(deadline, timeout_ms));
+		if (n == 0)
+			return EAGAIN;
+		if (n < 0 && errno != EINTR)
+			return errno;
+	}
+	pthread_mutex_lock(&id->lock);
+	struct queued_event *q = id->events;
+	if (q) {
+		id->events = q->next;
+		if (!id->events)
+			id->events_tail = NULL;
+	}
+	pthread_mutex_unlock(&id->lock);
+	if (!q)
+		return EPROTO; /* cannot happen: one count per queued event */
+	int r = q->err;
+	if (!r)
+		*event = q->ev;
+	free(q);
+	return r;
+}
+
+int efi_cm_get_event(struct efi_cm_id *id, struct efi_cm_event *event, int timeout_ms)
+{
+	if (!id || !event || id->kind == ID_REQUEST)
+		return EINVAL;
+	if (id->watching)
+		return connection_event(id, event, timeout_ms);
+	if (!id->ctl)
+		return ECONNRESET;
+	return listener_event(id, event, timeout_ms);
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* The connection manager's client side, internals shared by cm.c (the calls)
+ * and cm_event.c (events and the watcher thread).  Not exported. */
+#ifndef EFI_LIBEFI_CM_INT_H
+#define EFI_LIBEFI_CM_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <efi/efi_cm.h>
+
+#include "ctlclient.h"
+
+enum cm_id_kind { ID_LISTENER, ID_REQUEST, ID_CONNECTION };
+
+struct queued_frame {
+	struct queued_frame *next;
+	struct ctl_reply frame;
+};
+
+struct queued_event {
+	struct queued_event *next;
+	int err;			/* the channel failed (efid went away): no event */
+	struct efi_cm_event ev;
+};
+
+struct efi_cm_id {
+	enum cm_id_kind kind;
+	bool active;
+	bool connected;			/* RTS reached (watcher only) */
+	bool closed;			/* the peer is gone (watcher only) */
+	_Atomic bool disconnected;	/* efi_disconnect ran */
+	bool answered;			/* a request: accepted or rejected */
+	struct efi_context *context;
+	struct efi_qp *qp;
+	struct ctl_client *ctl;		/* NULL for a request not yet accepted */
+	struct queued_frame *queue, *queue_tail; /* events that came with a reply */
+	/* the peer, and what this side offered */
+	uint64_t handle;		/* a request's id at efid */
+	uint32_t service;
+	uint32_t peer_qpn, peer_psn, peer_mtu;
+	union efi_gid peer_gid;		/* the peer QP's GID */
+	union efi_gid local_gid;	/* this side's */
+	uint32_t psn;
+	/* Connections: a watcher thread reads the control connection, does
+	 * what each event stands for (QP to RTS, QP to ERR) the moment it
+	 * arrives, and queues the event for the application, whose channel is
+	 * ready_fd.  Without it a peer's death would reach the QP only when the
+	 * application looked at its channel. */
+	pthread_t watcher;
+	bool watching;
+	int stop_fd;			/* eventfd: the watcher quits */
+	int ready_fd;			/* eventfd (semaphore): one count per queued event */
+	pthread_mutex_t lock;		/* the event queue, and sending on ctl */
+	struct queued_event *events, *events_tail;
+};
+
+/* cm.c */
+int efi_cm_call(struct efi_cm_id *id, struct ctl_buf *req, struct ctl_reply *rep);
+void efi_cm_begin(struct ctl_buf *b, uint16_t type);
+struct efi_cm_id *efi_cm_id_new(enum cm_id_kind kind, struct efi_context *ctx, bool connect);
+void efi_cm_id_free(struct efi_cm_id *id);
+int efi_cm_qp_to_rts(struct efi_cm_id *id, uint32_t key);
+void efi_cm_qp_to_error(struct efi_qp *qp);
+
+/* cm_event.c */
+/* Turns one frame into *ev, doing the QP work it stands for.  Returns 0
+ * (deliver ev), EAGAIN (nothing for the application), or an errno. */
+int efi_cm_take_event(struct efi_cm_id *id, const struct ctl_reply *f, struct efi_cm_event *ev);
+/* Starts the watcher of a connection.  Returns 0 or an errno. */
+int efi_cm_watch(struct efi_cm_id *id);
+/* Stops and joins it (no-op when not running). */
+void efi_cm_unwatch(struct efi_cm_id *id);
+
+#endif
