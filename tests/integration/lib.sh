@@ -451,12 +451,14 @@ assert_ne() {
 
 # assert_match REGEX TEXT WHAT (extended regex, case-insensitive)
 assert_match() {
-	printf '%s' "$2" | grep -qiE -- "$1" ||
+	# A here-string, not a pipe: grep -q exits at the first match, and
+	# under pipefail the writer's SIGPIPE would fail a matching text.
+	grep -qiE -- "$1" <<<"$2" ||
 		fail "$(printf '%s\n  expected to match: %s\n  got: %s' "${3:-text}" "$1" "$2")"
 }
 
 assert_no_match() {
-	if printf '%s' "$2" | grep -qiE -- "$1"; then
+	if grep -qiE -- "$1" <<<"$2"; then
 		fail "$(printf '%s\n  must not match: %s\n  got: %s' "${3:-text}" "$1" "$2")"
 	fi
 }
