@@ -26,8 +26,9 @@ done
 build_pkgs=(
 	build-essential autoconf automake libtool pkg-config
 	libnl-3-dev libnl-route-3-dev libsqlite3-dev libsystemd-dev check
-	# libefi-verbs builds against the system's <infiniband/verbs.h>.
-	libibverbs-dev
+	# libefi-verbs builds against the system's <infiniband/verbs.h>, the
+	# libfabric provider against libfabric's headers.
+	libibverbs-dev libfabric-dev
 	# Running efid and the demo: ip (netns, bridges), ping (connectivity).
 	iproute2 iputils-ping
 )
@@ -46,10 +47,13 @@ build_pkgs=(
 #  ibverbs-utils perftest   unmodified verbs programs run over libefi-verbs
 #  clang libbpf-dev   the testbed's tc loss program (BPF, bpf_helpers.h)
 #  iperf3 sockperf    kernel TCP baselines in the testbed benchmarks
+#  libfabric-bin openmpi-bin libopenmpi-dev   fi_info/fi_pingpong and Open MPI
+#                     runs over the efi libfabric provider
 test_pkgs=(
 	jq sqlite3 systemd clang libclang-rt-14-dev
 	util-linux procps psmisc coreutils kmod shellcheck
 	strace ibverbs-utils perftest libbpf-dev iperf3 sockperf
+	libfabric-bin openmpi-bin libopenmpi-dev
 )
 
 pkgs=("${build_pkgs[@]}")
