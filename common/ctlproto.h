@@ -35,6 +35,14 @@ enum efi_ctl_type {
 	EFI_CTL_LIST = 0x0012,     /* instances, interfaces, GIDs, strays */
 	EFI_CTL_OPEN_DEVICE = 0x0020, /* libefi: lease a wire endpoint on an interface */
 	EFI_CTL_PUBLISH_COUNTERS = 0x0021, /* libefi: one descriptor, the counters page (countershm.h) */
+	EFI_CTL_LEASE_RESUME = 0x0022, /* libefi, after efid restarted: IFNAME, QPN_BASE + one
+	                                  descriptor (the wire socket it holds); the lease is
+	                                  efid's again (docs/control-protocol.md) */
+	EFI_CTL_RESERVE = 0x0023,      /* libefi: RES_QPS?, RES_MRS?, RES_BYTES? against the
+	                                  instance's [Limits]; all or nothing (-EDQUOT) */
+	EFI_CTL_RELEASE = 0x0024,      /* libefi: gives back what RESERVE granted */
+	EFI_CTL_REVOKE = 0x0025,       /* efid → libefi, unsolicited (seq 0) on a lease: the
+	                                  interface is being detached; IFNAME */
 	/* Connection manager (docs/connection-manager.md).  Each listener and
 	 * each connection is a control connection of its own; efid pushes
 	 * EFI_CTL_CM_EVENT frames (seq 0) on it between replies. */
@@ -113,6 +121,20 @@ enum efi_ctl_attr {
 	EFI_A_CM_EVENT = 61,    /* u32: EFI_CM_EV_* */
 	EFI_A_CM_REASON = 62,   /* u32: EFI_CM_REJ_* */
 	EFI_A_CM_PEER_GID = 63, /* bin[16], repeated: the peer's GIDs (its path set) */
+	/* LIST replies: inside an EFI_A_IFACE nest */
+	EFI_A_CM_LISTENER = 64, /* nest, repeated: CM_SERVICE, PID, CM_BACKLOG, CM_PENDING */
+	EFI_A_CM_CONNECTION = 65, /* nest, repeated: CM_QPN (local), CM_PEER_GID, CM_PEER_QPN,
+	                             STATE, CM_ACTIVE, PID? (none once closing) */
+	EFI_A_CM_PENDING = 66,  /* u32: requests the listener has not answered yet */
+	EFI_A_CM_PEER_QPN = 67, /* u32: the peer's QP number, 0 until known */
+	EFI_A_CM_ACTIVE = 68,   /* u32: 1 if this side connected, 0 if it accepted */
+	/* quotas ([Limits] in efid.conf): RESERVE/RELEASE amounts; in RESERVE
+	 * replies the instance's limits (0: none) */
+	EFI_A_RES_QPS = 70,     /* u32 */
+	EFI_A_RES_MRS = 71,     /* u32 */
+	EFI_A_RES_BYTES = 72,   /* u64: registered memory */
+	EFI_A_LEASES = 73,      /* u32, in IFACE: libefi contexts holding an endpoint on it
+	                           (IFACE also carries RES_QPS: the QPs they hold) */
 	EFI_A_MAX,
 };
 

@@ -26,8 +26,8 @@ static const struct command commands[] = {
 	  "INSTANCE --address ADDR/PREFIX [--address ...] [--name NAME]\n"
 	  "                [--uplink DEV] [--mtu N] [--kind veth|macvlan]",
 	  "create an interface in an instance, or confirm it exists as asked" },
-	{ "detach", NULL, cmd_detach, "INSTANCE NAME | INSTANCE --all",
-	  "remove one interface, or every interface of an instance" },
+	{ "detach", NULL, cmd_detach, "INSTANCE NAME | INSTANCE --all  [--wait[=SECONDS]]",
+	  "remove one interface, or every interface of an instance (processes using it see their QPs fail; --wait: first wait until they closed them)" },
 	{ "list", NULL, cmd_list, "[INSTANCE]", "one line per interface" },
 	{ "status", "show", cmd_status, "[INSTANCE [NAME]]",
 	  "instances, interfaces, addresses and GID tables in detail; strays" },

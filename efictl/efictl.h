@@ -106,6 +106,19 @@ struct ec_context {
 	uint64_t counters[EFI_CSHM_COUNT];
 };
 
+/* A connection-manager listener on the interface. */
+struct ec_cm_listener {
+	uint32_t service, pid, backlog, pending;
+};
+
+/* A connection-manager connection; state points into the reply. */
+struct ec_cm_conn {
+	uint32_t qpn, peer_qpn, pid;
+	bool has_pid, active;
+	union efi_gid peer_gid;
+	const char *state; /* "connecting" | "established" | "closing" */
+};
+
 /* One interface.  Strings point into the reply's buffer; NULL when absent. */
 struct ec_iface {
 	const char *instance, *name, *kind, *state, *link, *uplink, *host_ifname;
@@ -117,6 +130,12 @@ struct ec_iface {
 	size_t ngids;
 	struct ec_context *contexts; /* open libefi contexts and their counters */
 	size_t ncontexts;
+	uint32_t leases, qps;        /* contexts holding an endpoint, QPs they hold */
+	bool has_leases;
+	struct ec_cm_listener *listeners;
+	size_t nlisteners;
+	struct ec_cm_conn *conns;
+	size_t nconns;
 };
 
 struct ec_instance {
@@ -145,6 +164,15 @@ void ec_iface_free(struct ec_iface *i);
  * every interface has its instance.  Returns 0 or -EBADMSG / -ENOMEM. */
 int ec_listing_parse(const struct ctl_reply *rep, struct ec_listing *out);
 void ec_listing_free(struct ec_listing *l);
+
+/* cm_view.c: an IFACE nest's CM_LISTENER / CM_CONNECTION attribute into
+ * out; 1 when a was one of them, 0 when not, -EBADMSG / -ENOMEM. */
+int ec_cm_parse_attr(const struct ctl_attr *a, struct ec_iface *out);
+void ec_cm_free(struct ec_iface *i);
+/* The "listeners" and "connections" keys of an interface object. */
+void ec_cm_json(struct json *j, const struct ec_iface *i);
+/* The human lines, indented by in2. */
+void ec_cm_print(FILE *f, const struct ec_iface *i, int in2);
 
 /* The interface object of the JSON schema. */
 void ec_iface_json(struct json *j, const struct ec_iface *i);

@@ -30,6 +30,10 @@ static const struct ctl_policy iface_policy[EFI_A_MAX] = {
 	[EFI_A_ADDRESS] = { .kind = CTL_STR, .multi = true, .minlen = 1, .maxlen = 63 },
 	[EFI_A_GID] = { .kind = CTL_NEST, .multi = true },
 	[EFI_A_CONTEXT] = { .kind = CTL_NEST, .multi = true },
+	[EFI_A_CM_LISTENER] = { .kind = CTL_NEST, .multi = true },
+	[EFI_A_CM_CONNECTION] = { .kind = CTL_NEST, .multi = true },
+	[EFI_A_LEASES] = { .kind = CTL_U32 },
+	[EFI_A_RES_QPS] = { .kind = CTL_U32 },
 };
 
 static const struct ctl_policy context_policy[EFI_A_MAX] = {
@@ -102,6 +106,7 @@ void ec_iface_free(struct ec_iface *i)
 	free(i->addrs);
 	free(i->gids);
 	free(i->contexts);
+	ec_cm_free(i);
 	i->contexts = NULL;
 	i->ncontexts = 0;
 	i->addrs = NULL;
@@ -129,6 +134,8 @@ int ec_iface_parse(const struct ctl_attr *nest, struct ec_iface *out)
 		return -EBADMSG;
 	out->has_mtu = ctl_attr_u32(&tb[EFI_A_MTU], &out->mtu) == 0;
 	out->has_ifindex = ctl_attr_u32(&tb[EFI_A_IFINDEX], &out->ifindex) == 0;
+	out->has_leases = ctl_attr_u32(&tb[EFI_A_LEASES], &out->leases) == 0;
+	ctl_attr_u32(&tb[EFI_A_RES_QPS], &out->qps);
 
 	ctl_iter_nest(&it, nest);
 	while (ctl_iter_next(&it, &a)) {
@@ -167,6 +174,12 @@ int ec_iface_parse(const struct ctl_attr *nest, struct ec_iface *out)
 				memcpy(&le, ctb[EFI_A_COUNTERS].data + 8 * k, 8);
 				x->counters[k] = le64toh(le);
 			}
+		} else {
+			r = ec_cm_parse_attr(&a, out);
+			if (r == -ENOMEM)
+				goto nomem;
+			if (r < 0)
+				goto bad;
 		}
 	}
 	if (it.err)
@@ -347,6 +360,11 @@ void ec_iface_json(struct json *j, const struct ec_iface *i)
 		json_obj_end(j);
 	}
 	json_arr_end(j);
+	json_key(j, "leases");
+	json_opt_u32(j, i->has_leases, i->leases);
+	json_key(j, "qps");
+	json_opt_u32(j, i->has_leases, i->qps);
+	ec_cm_json(j, i);
 	json_obj_end(j);
 }
 
@@ -442,4 +460,7 @@ void ec_iface_print(FILE *f, const struct ec_iface *i, int indent)
 			c[EFI_CSHM_RETRANSMISSIONS], c[EFI_CSHM_TIMEOUTS], c[EFI_CSHM_DUPLICATES],
 			c[EFI_CSHM_RNR_NAKS_SENT], c[EFI_CSHM_RNR_NAKS_RECEIVED], c[EFI_CSHM_DROPS]);
 	}
+	if (i->has_leases && i->leases)
+		fprintf(f, "%*s%-12s %u context(s), %u QP(s)\n", in2, "", "leases", i->leases, i->qps);
+	ec_cm_print(f, i, in2);
 }

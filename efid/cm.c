@@ -319,6 +319,8 @@ static void input_req(struct efid *d, const char *instance, const struct sockadd
 	c->handle = cm_random_u64();
 	c->listener = l;
 	c->req = *m;
+	c->peer_qpn = m->qpn;
+	c->peer_gid = m->sgid;
 	snprintf(c->ifname, sizeof(c->ifname), "%s", g.ifname);
 	l->pending++;
 	cm_set_deadline(d, c, (uint64_t)m->timeout_ms * 1000ull);
@@ -360,6 +362,8 @@ static void input_rep(struct efid *d, struct cm_conn *c, const char *instance,
 	c->state = CS_REP_RCVD;
 	c->resending = false;
 	c->deadline = 0;
+	c->peer_qpn = m->qpn;
+	c->peer_gid = m->sgid;
 	struct ctl_buf b;
 	event_begin(&b, EFI_CM_EV_REPLY);
 	ctl_put_u32(&b, EFI_A_CM_QPN, m->qpn);
@@ -376,6 +380,8 @@ static void input_rep(struct efid *d, struct cm_conn *c, const char *instance,
 /* The other side is gone: tell the application, answer, forget. */
 static void peer_disconnected(struct efid *d, struct cm_conn *c)
 {
+	log_debug("cm: connection %016llx in %s: the peer disconnected", (unsigned long long)c->tid,
+		  c->instance);
 	if (c->client && (c->state == CS_ESTABLISHED || c->state == CS_REP_RCVD ||
 			  c->state == CS_REP_SENT))
 		push_simple(c->client, EFI_CM_EV_DISCONNECTED, 0, NULL, 0);
@@ -482,10 +488,37 @@ void cm_conn_release(struct efid *d, struct cm_conn *c)
 	}
 }
 
+void cm_shutdown(struct efid *d)
+{
+	if (d->cm)
+		d->cm->shutting_down = true;
+}
+
 void cm_client_gone(struct efid *d, struct client *cl)
 {
 	if (!d->cm)
 		return;
+	if (d->cm->shutting_down) {
+		/* efid is stopping, not the application: its QPs go on (the
+		 * data path never involves efid), so the peers are not told */
+		for (struct cm_conn *c = d->cm->conns; c; c = c->next)
+			if (c->client == cl)
+				c->client = NULL;
+		for (struct cm_listener **pp = &d->cm->listeners; *pp;) {
+			struct cm_listener *l = *pp;
+			if (l->client == cl) {
+				*pp = l->next;
+				d->cm->nlisteners--;
+				for (struct cm_conn *c = d->cm->conns; c; c = c->next)
+					if (c->listener == l)
+						c->listener = NULL;
+				free(l);
+			} else {
+				pp = &l->next;
+			}
+		}
+		return;
+	}
 	struct cm_listener *l = cm_listener_of(d, cl);
 	if (l) {
 		for (struct cm_conn *c = d->cm->conns; c; c = c->next) {
@@ -510,6 +543,31 @@ void cm_client_gone(struct efid *d, struct client *cl)
 		next = c->next;
 		if (c->client == cl)
 			cm_conn_release(d, c);
+	}
+}
+
+void cm_iface_gone(struct efid *d, const char *instance, const char *ifname)
+{
+	if (!d->cm)
+		return;
+	for (struct cm_conn *c = d->cm->conns, *next; c; c = next) {
+		next = c->next;
+		if (strcmp(c->instance, instance) || (ifname && strcmp(c->ifname, ifname)))
+			continue;
+		if (c->state == CS_PENDING) {
+			struct cm_wire_msg rej = { .type = CM_W_REJ, .reason = EFI_CM_REJ_INVALID };
+			cm_conn_send(d, c, &rej, false);
+			cm_conn_bury(d, c, cm_tombstone_usec(c));
+			continue;
+		}
+		if (!c->client)
+			continue;
+		/* the application's watcher moves its QP to ERR at this event */
+		if (c->state == CS_ESTABLISHED || c->state == CS_REP_RCVD || c->state == CS_REP_SENT)
+			push_simple(c->client, EFI_CM_EV_DISCONNECTED, 0, NULL, 0);
+		else
+			push_simple(c->client, EFI_CM_EV_UNREACHABLE, 0, NULL, 0);
+		cm_conn_release(d, c);
 	}
 }
 
@@ -622,8 +680,8 @@ void cm_stop(struct efid *d)
 	struct cm *cm = d->cm;
 	if (!cm)
 		return;
-	/* control_stop already released every client's connections (DREQs
-	 * went out once); nothing more will be resent. */
+	/* control_stop let go of every client without telling any peer
+	 * (cm_shutdown): established connections outlive efid. */
 	while (cm->conns)
 		cm_conn_unlink(cm, cm->conns);
 	while (cm->listeners) {

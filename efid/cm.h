@@ -24,8 +24,13 @@ struct client;
 
 /* Sets up the state and the first sockets.  Returns 0 or -errno (logged). */
 int cm_start(struct efid *d);
-/* Tells every peer its connections are over and frees everything (after
- * control_stop).  Accepts a context where cm_start was never called. */
+/* efid is about to stop (call before control_stop): clients closing from
+ * now on are efid's doing, not the applications', so their connections'
+ * peers are not told — a restart of efid must not end connections whose
+ * data path runs without it. */
+void cm_shutdown(struct efid *d);
+/* Frees everything (after control_stop).  Accepts a context where
+ * cm_start was never called. */
 void cm_stop(struct efid *d);
 /* Makes the sockets match the instances recorded (a socket per instance
  * namespace, re-made when the namespace was re-created).  Also runs every
@@ -40,6 +45,16 @@ int cm_handle_request(struct efid *d, struct client *c, uint16_t type, const uin
 /* Client c is closing: its listener is unregistered, its connection's peer
  * told (DREQ), and no reference to c remains. */
 void cm_client_gone(struct efid *d, struct client *c);
+
+/* instance/ifname (every interface of instance when ifname is NULL) is
+ * being detached: its connections end (DISCONNECTED to the application,
+ * DREQ to the peer), its unanswered requests are refused.  Listeners stay:
+ * they serve the interface again if it is re-attached. */
+void cm_iface_gone(struct efid *d, const char *instance, const char *ifname);
+
+/* Appends the CM_LISTENER and CM_CONNECTION nests of instance/ifname to a
+ * LIST reply's IFACE nest (cm_status.c). */
+void cm_put_status(struct efid *d, struct ctl_buf *b, const char *instance, const char *ifname);
 
 /* Listeners and connections, for STATUS= and tests. */
 unsigned cm_listener_count(const struct efid *d);

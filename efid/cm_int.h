@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cm.h"
 #include "ifacespec.h"
@@ -60,6 +61,10 @@ struct cm_conn {
 	uint64_t deadline;           /* 0: none */
 	uint32_t timeout_ms;
 	struct cm_wire_msg req;      /* passive: the request, for the REQUEST event */
+	/* what efictl status shows (cm_status.c) */
+	uint32_t local_qpn, peer_qpn; /* 0 until known */
+	union efi_gid peer_gid;      /* the GID the peer's QP sends from (or was connected to) */
+	pid_t pid;                   /* the process that made or accepted it */
 };
 
 struct cm {
@@ -69,6 +74,7 @@ struct cm {
 	struct cm_sock *socks;
 	sd_event_source *tick;       /* on while a connection waits for something */
 	sd_event_source *sync_timer;
+	bool shutting_down;          /* cm_shutdown ran: clients go without telling peers */
 };
 
 

@@ -102,6 +102,18 @@ static int handle_listen(struct efid *d, struct client *c, const struct peer *p,
 			 ifname, (int)control_peer(other->client)->pid);
 		return -EADDRINUSE;
 	}
+	if (d->config.max_listeners) {
+		unsigned n = 0;
+		for (const struct cm_listener *o = d->cm->listeners; o; o = o->next)
+			n += strcmp(o->instance, p->instance) == 0;
+		if (n >= d->config.max_listeners) {
+			snprintf(err, errlen,
+				 "instance '%s' has %u of its %u listeners ([Limits] MaxListeners in efid.conf)",
+				 p->instance, n, d->config.max_listeners);
+			log_info("pid %d refused: %s", (int)p->pid, err);
+			return -EDQUOT;
+		}
+	}
 	struct cm_listener *l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
@@ -166,6 +178,9 @@ static int handle_connect(struct efid *d, struct client *c, const struct peer *p
 	cn->client = c;
 	cn->timeout_ms = m.timeout_ms;
 	cn->state = CS_REQ_SENT;
+	cn->local_qpn = m.qpn;
+	cn->peer_gid = m.dest;
+	cn->pid = p->pid;
 	snprintf(cn->ifname, sizeof(cn->ifname), "%s", ifname);
 	cn->peer.sin6_family = AF_INET6;
 	memcpy(&cn->peer.sin6_addr, m.dest.raw, 16);
@@ -222,6 +237,8 @@ static int handle_accept(struct efid *d, struct client *c, const struct peer *p,
 	cn->listener = NULL;
 	cn->client = c;
 	cn->state = CS_REP_SENT;
+	cn->local_qpn = m.qpn;
+	cn->pid = p->pid;
 	cm_set_deadline(d, cn, (uint64_t)cn->timeout_ms * 1000ull);
 	cm_conn_send(d, cn, &m, true);
 	ctl_put_u32(body, EFI_A_CM_KEY, m.key);

@@ -435,7 +435,7 @@ static int on_listen(sd_event_source *s, int fd, uint32_t revents, void *userdat
 		c->ctl = ctl;
 		c->fd = cfd;
 		c->id = ++ctl->next_id;
-		c->lease = lease_new();
+		c->lease = lease_new(c);
 		if (!c->lease) {
 			close(cfd);
 			free(c);

@@ -208,6 +208,69 @@ static int cm_key(struct efid_config *c, const char *key, const char *value, cha
 	return -EINVAL;
 }
 
+/* A count or a size: digits, then for sizes an optional K/M/G/T suffix
+ * (powers of 1024).  Returns false on anything else or an overflow. */
+static bool parse_amount(const char *value, bool size, uint64_t max, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	if (!*value || *value < '0' || *value > '9')
+		return false;
+	unsigned long long v = strtoull(value, &end, 10);
+	if (errno)
+		return false;
+	if (size && *end) {
+		static const char units[] = "KMGT";
+		const char *u = strchr(units, *end >= 'a' ? *end - 32 : *end);
+		if (!u || end[1])
+			return false;
+		for (const char *k = units; k <= u; k++) {
+			if (v > (~0ull >> 10))
+				return false;
+			v <<= 10;
+		}
+		end++;
+	}
+	if (*end || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int limits_key(struct efid_config *c, const char *key, const char *value, char *err,
+		      size_t errlen)
+{
+	static const char *const counts[] = { "MaxQPs", "MaxMRs", "MaxListeners" };
+	uint32_t *dst[] = { &c->max_qps, &c->max_mrs, &c->max_listeners };
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		if (strcasecmp(key, counts[i]) != 0)
+			continue;
+		if (!parse_amount(value, false, UINT32_MAX, &v)) {
+			set_err(err, errlen, "%s='%.32s' is invalid: use a number, 0 for no limit",
+				counts[i], value);
+			return -EINVAL;
+		}
+		*dst[i] = (uint32_t)v;
+		return 0;
+	}
+	if (strcasecmp(key, "MaxRegisteredBytes") == 0) {
+		if (!parse_amount(value, true, UINT64_MAX, &v)) {
+			set_err(err, errlen,
+				"MaxRegisteredBytes='%.32s' is invalid: use a number with an optional K, M, G or T, 0 for no limit",
+				value);
+			return -EINVAL;
+		}
+		c->max_registered_bytes = v;
+		return 0;
+	}
+	set_err(err, errlen,
+		"unknown key %.64s= in [Limits]; known keys: MaxQPs, MaxMRs, MaxRegisteredBytes, MaxListeners",
+		key);
+	return -EINVAL;
+}
+
 /* The CM port must not be one a wire endpoint can be bound to. */
 static int check_ports(const struct efid_config *c, const char *name, char *err, size_t errlen)
 {
@@ -235,9 +298,11 @@ static int config_cb(void *userdata, const char *section, const char *key, const
 		return transport_key(c, key, value, err, errlen);
 	if (strcasecmp(section, "ConnectionManager") == 0)
 		return cm_key(c, key, value, err, errlen);
+	if (strcasecmp(section, "Limits") == 0)
+		return limits_key(c, key, value, err, errlen);
 	if (section[0])
 		set_err(err, errlen,
-			"unknown section [%.64s]; known sections: Daemon, Control, Interfaces, Transport, ConnectionManager",
+			"unknown section [%.64s]; known sections: Daemon, Control, Interfaces, Transport, ConnectionManager, Limits",
 			section);
 	else
 		set_err(err, errlen, "%.64s= outside a section; put it under [Daemon], "

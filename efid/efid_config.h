@@ -17,6 +17,11 @@
  *   PortBase=20000         # fabric-wide: every host must use the same value
  *   [ConnectionManager]
  *   Port=19999             # fabric-wide UDP port efids negotiate connections on
+ *   [Limits]               # per instance, summed over its processes; 0 = no limit
+ *   MaxQPs=0
+ *   MaxMRs=0
+ *   MaxRegisteredBytes=0   # a number with an optional K, M, G or T (powers of 1024)
+ *   MaxListeners=0
  */
 #ifndef EFID_CONFIG_H
 #define EFID_CONFIG_H
@@ -37,6 +42,9 @@ struct efid_config {
 	char default_kind[16];
 	uint32_t port_base;          /* [Transport] PortBase: UDP port = PortBase + (QPN >> 12) */
 	uint32_t cm_port;            /* [ConnectionManager] Port: efid ⇄ efid, in each instance */
+	/* [Limits], per instance; 0 = unlimited */
+	uint32_t max_qps, max_mrs, max_listeners;
+	uint64_t max_registered_bytes;
 };
 
 #define EFID_CM_PORT_DEFAULT 19999u

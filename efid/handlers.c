@@ -35,6 +35,10 @@ static const struct ctl_policy request_policy[POLICY_SIZE] = {
 	[EFI_A_MTU] = { .kind = CTL_U32 },
 	[EFI_A_KIND] = { .kind = CTL_STR, .maxlen = 15 },
 	[EFI_A_FLAGS] = { .kind = CTL_U32 },
+	[EFI_A_QPN_BASE] = { .kind = CTL_U32 },
+	[EFI_A_RES_QPS] = { .kind = CTL_U32 },
+	[EFI_A_RES_MRS] = { .kind = CTL_U32 },
+	[EFI_A_RES_BYTES] = { .kind = CTL_U64 },
 };
 
 /* Resolves efid.conf's [Control] Group each time: groups can be created
@@ -111,6 +115,8 @@ static void put_iface(struct efid *d, struct ctl_buf *b, const struct store_ifac
 		}
 	}
 	lease_put_contexts(d, b, it->spec.instance, it->spec.name);
+	lease_put_iface_usage(d, b, it->spec.instance, it->spec.name);
+	cm_put_status(d, b, it->spec.instance, it->spec.name);
 	ctl_nest_end(b, nest);
 }
 
@@ -232,6 +238,16 @@ static int handle_detach(struct efid *d, const struct peer *p, struct ctl_attr *
 	if ((flags & EFI_F_ALL) && name && *name) {
 		snprintf(err, errlen, "detach takes an interface name or --all, not both");
 		return -EINVAL;
+	}
+	/* The processes using the interface learn first: their QPs go to ERR
+	 * with flushed work (REVOKE), their CM peers are told (DREQ). */
+	const char *only = (flags & EFI_F_ALL) ? NULL : name;
+	if ((flags & EFI_F_ALL) || (name && *name)) {
+		unsigned n = lease_revoke(d, instance, only);
+		cm_iface_gone(d, instance, only);
+		if (n)
+			log_info("detach %s%s%s: %u context(s) revoked", instance, only ? "/" : "",
+				 only ? only : "", n);
 	}
 	if (flags & EFI_F_ALL) {
 		unsigned count = 0;
@@ -400,6 +416,9 @@ static int dispatch(struct efid *d, const struct peer *peer, struct lease *lease
 	case EFI_CTL_LIST:
 	case EFI_CTL_OPEN_DEVICE:
 	case EFI_CTL_PUBLISH_COUNTERS:
+	case EFI_CTL_LEASE_RESUME:
+	case EFI_CTL_RESERVE:
+	case EFI_CTL_RELEASE:
 		break;
 	default:
 		snprintf(err, errlen,
@@ -442,6 +461,15 @@ static int dispatch(struct efid *d, const struct peer *peer, struct lease *lease
 			*fd_in = -1;
 			return lease_publish_counters(d, lease, peer, fd, err, errlen);
 		}
+	case EFI_CTL_LEASE_RESUME: {
+		int fd = *fd_in;
+		*fd_in = -1;
+		return lease_resume(d, lease, peer, tb, fd, body, err, errlen);
+	}
+	case EFI_CTL_RESERVE:
+		return lease_reserve(d, lease, tb, body, err, errlen);
+	case EFI_CTL_RELEASE:
+		return lease_release(d, lease, tb, err, errlen);
 	default:
 		return handle_list(d, peer, tb, body, err, errlen);
 	}

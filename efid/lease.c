@@ -18,42 +18,24 @@
 #include "efid.h"
 #include "kernel.h"
 #include "lease.h"
+#include "lease_int.h"
 #include "log.h"
 #include "netns.h"
 #include "store.h"
 
-/* One leased slot.  All of them sit in one list on the daemon context, so a
- * slot is unique per instance namespace (ports are per namespace). */
-struct slot {
-	struct slot *next;
-	struct lease *owner;
-	char instance[EFI_INSTANCE_MAX + 1];
-	char ifname[EFI_IFNAME_MAX + 1];
-	unsigned slot;
-};
-
-struct lease {
-	unsigned nslots;
-	pid_t pid;
-	const struct efi_countershm *counters; /* read-only mapping, or NULL */
-};
-
-struct lease_registry {
-	struct slot *slots;
-	size_t count;
-	unsigned cursor; /* next slot to try: rotate, so a freed port is not reused at once */
-};
-
-static struct lease_registry *registry(struct efid *d)
+struct lease_registry *lease_registry(struct efid *d)
 {
 	if (!d->leases)
 		d->leases = calloc(1, sizeof(*d->leases));
 	return d->leases;
 }
 
-struct lease *lease_new(void)
+struct lease *lease_new(struct client *c)
 {
-	return calloc(1, sizeof(struct lease));
+	struct lease *l = calloc(1, sizeof(struct lease));
+	if (l)
+		l->client = c;
+	return l;
 }
 
 void lease_free(struct efid *d, struct lease *l)
@@ -72,6 +54,7 @@ void lease_free(struct efid *d, struct lease *l)
 			pp = &s->next;
 		}
 	}
+	lease_quota_gone(d, l);
 	if (l->counters)
 		munmap((void *)l->counters, EFI_COUNTERSHM_SIZE);
 	free(l);
@@ -172,6 +155,11 @@ void lease_registry_free(struct efid *d)
 		d->leases->slots = s->next;
 		free(s);
 	}
+	while (d->leases->usage) {
+		struct usage *u = d->leases->usage;
+		d->leases->usage = u->next;
+		free(u);
+	}
 	free(d->leases);
 	d->leases = NULL;
 }
@@ -194,12 +182,32 @@ size_t lease_slots_in_use(const struct efid *d)
 	return d->leases ? d->leases->count : 0;
 }
 
-static bool slot_taken(const struct lease_registry *reg, const char *instance, unsigned slot)
+bool lease_slot_taken(const struct lease_registry *reg, const char *instance, unsigned slot)
 {
 	for (const struct slot *s = reg->slots; s; s = s->next)
 		if (s->slot == slot && strcmp(s->instance, instance) == 0)
 			return true;
 	return false;
+}
+
+int lease_add_slot(struct efid *d, struct lease *l, const struct peer *p, const char *ifname,
+		   unsigned slot)
+{
+	struct lease_registry *reg = lease_registry(d);
+	struct slot *s = reg ? calloc(1, sizeof(*s)) : NULL;
+	if (!s)
+		return -ENOMEM;
+	s->owner = l;
+	s->slot = slot;
+	snprintf(s->instance, sizeof(s->instance), "%s", p->instance);
+	snprintf(s->ifname, sizeof(s->ifname), "%s", ifname);
+	s->next = reg->slots;
+	reg->slots = s;
+	reg->count++;
+	l->nslots++;
+	l->pid = p->pid;
+	snprintf(l->instance, sizeof(l->instance), "%s", p->instance);
+	return 0;
 }
 
 struct make_socket {
@@ -276,7 +284,7 @@ static void put_reply(struct efid *d, struct ctl_buf *b, const struct store_ifac
 int lease_open_device(struct efid *d, struct lease *l, const struct peer *p, const char *ifname,
 		      struct ctl_buf *body, int *fd_out, char *err, size_t errlen)
 {
-	struct lease_registry *reg = registry(d);
+	struct lease_registry *reg = lease_registry(d);
 	struct store_iface it;
 	int r;
 
@@ -321,7 +329,7 @@ int lease_open_device(struct efid *d, struct lease *l, const struct peer *p, con
 	r = -EADDRINUSE;
 	for (unsigned tries = 0; tries < LEASE_MAX_SLOTS; tries++) {
 		unsigned cand = 1 + (reg->cursor++ % LEASE_MAX_SLOTS);
-		if (slot_taken(reg, p->instance, cand))
+		if (lease_slot_taken(reg, p->instance, cand))
 			continue;
 		m.port = d->config.port_base + cand;
 		r = netns_run(d->kernel->self_netns_fd, ns, make_socket_in_netns, &m);
@@ -344,26 +352,12 @@ int lease_open_device(struct efid *d, struct lease *l, const struct peer *p, con
 		return r;
 	}
 
-	struct slot *s = calloc(1, sizeof(*s));
-	if (!s) {
-		close(m.fd);
-		return -ENOMEM;
-	}
-	s->owner = l;
-	s->slot = slot;
-	snprintf(s->instance, sizeof(s->instance), "%s", p->instance);
-	snprintf(s->ifname, sizeof(s->ifname), "%s", it.spec.name);
 	put_reply(d, body, &it, slot, m.port);
-	if (body->err) {
-		free(s);
+	r = body->err ? body->err : lease_add_slot(d, l, p, it.spec.name, slot);
+	if (r) {
 		close(m.fd);
-		return body->err;
+		return r;
 	}
-	s->next = reg->slots;
-	reg->slots = s;
-	reg->count++;
-	l->nslots++;
-	l->pid = p->pid;
 	*fd_out = m.fd;
 	log_debug("lease: slot %u (port %u, QPNs 0x%06x..) of %s/%s to pid %d", slot, m.port,
 		  slot << LEASE_SLOT_BITS, p->instance, ifname, (int)p->pid);

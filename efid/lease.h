@@ -29,8 +29,11 @@
 struct efid;
 struct lease;
 
-/* A client's (initially empty) lease set.  NULL on ENOMEM. */
-struct lease *lease_new(void);
+struct client;
+struct ctl_attr;
+
+/* Client c's (initially empty) lease set.  NULL on ENOMEM. */
+struct lease *lease_new(struct client *c);
 /* Releases every slot the client held; accepts NULL. */
 void lease_free(struct efid *d, struct lease *l);
 
@@ -56,6 +59,37 @@ int lease_publish_counters(struct efid *d, struct lease *l, const struct peer *p
  * endpoint on instance/ifname that published counters. */
 void lease_put_contexts(struct efid *d, struct ctl_buf *b, const char *instance,
 			const char *ifname);
+
+/*
+ * LEASE_RESUME (lease_resume.c): a process whose efid restarted hands back
+ * the wire socket it holds (fd, always consumed) with IFNAME and QPN_BASE;
+ * efid checks that the socket is really that slot's (bound to PortBase +
+ * slot on that interface, in the caller's instance namespace) and free in
+ * its registry, and records the lease again with the reservations it
+ * reports (RES_*).  Returns 0 or -errno with a message.
+ */
+int lease_resume(struct efid *d, struct lease *l, const struct peer *p, const struct ctl_attr *tb,
+		 int fd, struct ctl_buf *body, char *err, size_t errlen);
+
+/*
+ * RESERVE / RELEASE (lease_quota.c): RES_QPS, RES_MRS, RES_BYTES against
+ * the instance's [Limits].  Reserve is all or nothing (-EDQUOT with what
+ * is in use and the limit); its reply carries the limits (0: none).
+ * Release gives back at most what the lease holds.
+ */
+int lease_reserve(struct efid *d, struct lease *l, const struct ctl_attr *tb,
+		  struct ctl_buf *body, char *err, size_t errlen);
+int lease_release(struct efid *d, struct lease *l, const struct ctl_attr *tb, char *err,
+		  size_t errlen);
+
+/* Detach: pushes a REVOKE frame on every lease holding a slot of
+ * instance/ifname (ifname NULL: any interface of the instance); their
+ * further reservations fail.  Returns the number of leases told. */
+unsigned lease_revoke(struct efid *d, const char *instance, const char *ifname);
+
+/* LIST: EFI_A_LEASES and EFI_A_RES_QPS of instance/ifname, into an IFACE nest. */
+void lease_put_iface_usage(struct efid *d, struct ctl_buf *b, const char *instance,
+			   const char *ifname);
 
 /* Frees the registry at shutdown (after every client's lease_free). */
 void lease_registry_free(struct efid *d);

@@ -291,6 +291,7 @@ int main(int argc, char **argv)
 out:
 	if (!d.stopping)
 		sd_notify(0, "STOPPING=1");
+	cm_shutdown(&d);
 	control_stop(&d);
 	cm_stop(&d);
 	kernel_close(&d);

@@ -319,7 +319,7 @@ static int cmp_double(const void *a, const void *b)
 
 static int client(const char *host, const char *service, int argc, char **argv)
 {
-	const char *expect = "established";
+	const char *expect = "established", *wait_for = NULL;
 	int timeout = 3000, count = 1, hang = 0;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--expect") && i + 1 < argc)
@@ -330,8 +330,17 @@ static int client(const char *host, const char *service, int argc, char **argv)
 			count = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--hang"))
 			hang = 1;
+		else if (!strcmp(argv[i], "--wait-for") && i + 1 < argc)
+			wait_for = argv[++i];
 	}
 	setup();
+	if (wait_for) {
+		/* the device is open: the test may restart efid meanwhile */
+		printf("opened\n");
+		fflush(stdout);
+		while (access(wait_for, F_OK) != 0)
+			usleep(10000);
+	}
 	double *t = calloc((size_t)count, sizeof(double));
 	double start_all = now_ms();
 	for (int i = 0; i < count; i++) {
@@ -409,6 +418,54 @@ static int client(const char *host, const char *service, int argc, char **argv)
 	return 0;
 }
 
+/* Quota tests: opens the device, creates nqps QPs and registers an MR of
+ * mr_bytes (if any), says "held" and waits to be killed; a refusal prints
+ * the call and its error and exits 3. */
+static int hold(int nqps, unsigned long long mr_bytes)
+{
+	struct efi_qp_init_attr ia = {
+		.send_cq = NULL, .qp_type = EFI_QPT_RC, .sq_sig_all = 1,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct efi_qp *qps[16];
+	int made = 0, refused = 0;
+	void *big = NULL;
+
+	if (nqps < 0 || nqps > 16)
+		FAIL("hold: 0..16 QPs");
+	setup();
+	ia.send_cq = ia.recv_cq = cq;
+	for (; made < nqps; made++) {
+		qps[made] = efi_create_qp(pd, &ia);
+		if (!qps[made]) {
+			printf("efi_create_qp: %s\n", strerror(errno));
+			refused = 1;
+			break;
+		}
+	}
+	if (mr_bytes && !refused) {
+		big = malloc(mr_bytes);
+		if (!big)
+			FAIL("malloc: %s", strerror(errno));
+		if (!efi_reg_mr(pd, big, mr_bytes, EFI_ACCESS_LOCAL_WRITE)) {
+			printf("efi_reg_mr: %s\n", strerror(errno));
+			refused = 1;
+		}
+	}
+	if (refused) {
+		/* tidy, so that a sanitizer build reports no leak */
+		while (made > 0)
+			efi_destroy_qp(qps[--made]);
+		free(big);
+		teardown();
+		return 3;
+	}
+	printf("held\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
 static int listen_only(const char *service, int argc, char **argv)
 {
 	setup();
@@ -443,8 +500,11 @@ int main(int argc, char **argv)
 		return client(argv[2], argv[3], argc - 4, argv + 4);
 	if (argc >= 3 && !strcmp(argv[1], "listen"))
 		return listen_only(argv[2], argc - 3, argv + 3);
+	if (argc >= 3 && !strcmp(argv[1], "hold"))
+		return hold(atoi(argv[2]), argc > 3 ? strtoull(argv[3], NULL, 0) : 0);
 	fprintf(stderr, "usage: cm-test server SERVICE [--reject] [--count N] [--expect-disconnect | --watch-cq]\n"
-			"       cm-test client HOST SERVICE [--expect EVENT] [--timeout MS] [--count N] [--hang]\n"
-			"       cm-test listen SERVICE [--hold]\n");
+			"       cm-test client HOST SERVICE [--expect EVENT] [--timeout MS] [--count N] [--hang] [--wait-for FILE]\n"
+			"       cm-test listen SERVICE [--hold]\n"
+			"       cm-test hold NQPS [MR_BYTES]\n");
 	return 2;
 }

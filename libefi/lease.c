@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The lease watcher: see lease.h.  One small thread per context (signals
+ * blocked, 128 KiB stack) sleeps in poll on the lease connection and an
+ * eventfd; it never touches the data path except to revoke.  The
+ * connection is shared with the reservation calls of application threads
+ * under l->lock: whole frames are read under it, so a REVOKE that arrives
+ * while a thread waits for its RESERVE reply is set aside for the watcher.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "ctlclient.h"
+#include "ctlproto.h"
+#include "efi_int.h"
+#include "lease.h"
+
+#define WATCHER_STACK (128u * 1024u)
+#define CALL_TIMEOUT_MS 5000
+#define BACKOFF_FIRST_MS 20
+#define BACKOFF_MAX_MS 250
+
+struct efi_lease {
+	struct efi_context_int *ctx;
+	pthread_mutex_t lock;      /* ctl, broken and the counts below */
+	struct ctl_client *ctl;    /* NULL while efid is away */
+	bool broken;               /* a call saw the connection fail: the watcher drops it */
+	bool gave_up;              /* a restarted efid refused the lease: stop asking */
+	bool no_quota;             /* an efid without RESERVE: count here, ask nothing */
+	int wire_fd;               /* our duplicate of the wire socket */
+	int wake_fd;               /* eventfd: stop, or a revoke to carry out */
+	pthread_t thread;
+	_Atomic bool stopping, revoke_pending, revoked;
+	/* what the context holds, and what of it efid was told */
+	uint32_t qps, mrs, told_mrs;
+	uint64_t bytes, told_bytes;
+	bool mr_limited;           /* efid's last word: MR or byte limits exist */
+};
+
+static void wake(struct efi_lease *l)
+{
+	uint64_t one = 1;
+	ssize_t n = write(l->wake_fd, &one, sizeof(one));
+	(void)n; /* a full counter wakes the watcher all the same */
+}
+
+/* Frames that are not the reply a call waits for (lock held). */
+static void on_frame(struct efi_lease *l, const struct ctl_reply *f)
+{
+	if (f->hdr.type == EFI_CTL_REVOKE) {
+		atomic_store(&l->revoke_pending, true);
+		wake(l);
+	}
+}
+
+static void set_aside(void *ud, struct ctl_reply *f)
+{
+	on_frame(ud, f);
+	ctl_reply_free(f);
+}
+
+/* Every QP to ERR, outstanding work flushed (watcher thread). */
+static void revoke_all(struct efi_lease *l)
+{
+	struct efi_context_int *ctx = l->ctx;
+	atomic_store(&l->revoked, true);
+	pthread_mutex_lock(&ctx->lock);
+	for (struct efi_qp_int *qp = ctx->qp_list; qp; qp = qp->next_active)
+		if (qp->pub.state != EFI_QPS_RESET && qp->pub.state != EFI_QPS_ERR)
+			efi_qp_to_error(qp);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* One request on the lease (lock held).  Returns 0 / the positive errno
+ * efid answered, or -1 when efid could not be asked. */
+static int call(struct efi_lease *l, uint16_t type, uint32_t qps, uint32_t mrs, uint64_t bytes,
+		struct ctl_reply *rep)
+{
+	struct ctl_buf req;
+	int r;
+
+	memset(rep, 0, sizeof(*rep));
+	if (!l->ctl || l->broken || l->no_quota)
+		return -1;
+	ctl_buf_init(&req);
+	ctl_msg_begin(&req, type, 0);
+	if (qps)
+		ctl_put_u32(&req, EFI_A_RES_QPS, qps);
+	if (mrs)
+		ctl_put_u32(&req, EFI_A_RES_MRS, mrs);
+	if (bytes)
+		ctl_put_u64(&req, EFI_A_RES_BYTES, bytes);
+	r = ctl_msg_end(&req);
+	if (r == 0)
+		r = ctl_client_call_ex(l->ctl, &req, NULL, 0, rep, CALL_TIMEOUT_MS, set_aside, l);
+	ctl_buf_free(&req);
+	if (r < 0) {
+		/* efid went away (or is wedged): the watcher reconnects */
+		l->broken = true;
+		wake(l);
+		return -1;
+	}
+	if (rep->status < 0) {
+		int e = -rep->status;
+		ctl_reply_free(rep);
+		if (e == EOPNOTSUPP) {
+			/* an older efid: no quotas to keep */
+			l->no_quota = true;
+			l->mr_limited = false;
+			return -1;
+		}
+		return e;
+	}
+	return 0;
+}
+
+/* Reads the limits a RESERVE reply carries (lock held). */
+static void learn_limits(struct efi_lease *l, const struct ctl_reply *rep)
+{
+	struct ctl_iter it;
+	struct ctl_attr a;
+	uint32_t v32;
+	uint64_t v64;
+	bool limited = false;
+
+	ctl_iter_init(&it, rep->payload, rep->payload_len);
+	while (ctl_iter_next(&it, &a)) {
+		if (a.type == EFI_A_RES_MRS && ctl_attr_u32(&a, &v32) == 0)
+			limited |= v32 != 0;
+		else if (a.type == EFI_A_RES_BYTES && ctl_attr_u64(&a, &v64) == 0)
+			limited |= v64 != 0;
+	}
+	l->mr_limited = limited;
+}
+
+/* Asks for the limits with an empty reservation (lock held). */
+static void ask_limits(struct efi_lease *l)
+{
+	struct ctl_reply rep;
+	if (call(l, EFI_CTL_RESERVE, 0, 0, 0, &rep) == 0) {
+		learn_limits(l, &rep);
+		ctl_reply_free(&rep);
+	}
+}
+
+/* efid is back (or another one is): hand it the socket (lock held).
+ * Returns true when the lease is efid's again or must not be retried. */
+static bool resume(struct efi_lease *l)
+{
+	struct efi_context_int *ctx = l->ctx;
+	struct ctl_client *c = NULL;
+	struct ctl_reply rep;
+	struct ctl_buf req;
+	int r;
+
+	if (ctl_client_connect(NULL, &c) < 0)
+		return false;
+	ctl_buf_init(&req);
+	ctl_msg_begin(&req, EFI_CTL_LEASE_RESUME, 0);
+	ctl_put_str(&req, EFI_A_CLIENT, "libefi");
+	ctl_put_str(&req, EFI_A_IFNAME, ctx->p.ifname);
+	ctl_put_u32(&req, EFI_A_QPN_BASE, ctx->p.qpn_base);
+	ctl_put_u32(&req, EFI_A_RES_QPS, l->qps);
+	ctl_put_u32(&req, EFI_A_RES_MRS, l->mrs);
+	ctl_put_u64(&req, EFI_A_RES_BYTES, l->bytes);
+	r = ctl_msg_end(&req);
+	if (r == 0)
+		r = ctl_client_call_ex(c, &req, &l->wire_fd, 1, &rep, CALL_TIMEOUT_MS, NULL, NULL);
+	ctl_buf_free(&req);
+	if (r < 0) {
+		ctl_client_close(c);
+		return false; /* efid not ready yet: try again */
+	}
+	r = rep.status;
+	ctl_reply_free(&rep);
+	if (r == -ENODEV || r == -ENOENT) {
+		/* detached while efid was away: the same as a revoke */
+		ctl_client_close(c);
+		atomic_store(&l->revoke_pending, true);
+		l->gave_up = true;
+		return true;
+	}
+	if (r == -EAGAIN || r == -EBUSY) {
+		ctl_client_close(c);
+		return false; /* an efid still starting */
+	}
+	if (r < 0) {
+		/* refused for good (slot taken, not ours, an older efid
+		 * without LEASE_RESUME): the data path runs on without an
+		 * efid watching it */
+		ctl_client_close(c);
+		l->gave_up = true;
+		return true;
+	}
+	l->ctl = c;
+	l->broken = false;
+	l->no_quota = false;
+	l->told_mrs = l->mrs;
+	l->told_bytes = l->bytes;
+	ask_limits(l);
+	return true;
+}
+
+static void *watch(void *arg)
+{
+	struct efi_lease *l = arg;
+	int backoff = BACKOFF_FIRST_MS;
+
+	while (!atomic_load(&l->stopping)) {
+		struct pollfd pf[2] = { { .fd = l->wake_fd, .events = POLLIN },
+					{ .fd = -1, .events = POLLIN } };
+		int timeout = -1;
+
+		pthread_mutex_lock(&l->lock);
+		if (l->ctl && !l->broken)
+			pf[1].fd = ctl_client_fd(l->ctl);
+		else if (!l->gave_up)
+			timeout = backoff;
+		pthread_mutex_unlock(&l->lock);
+
+		int n = poll(pf, 2, timeout);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents & POLLIN) {
+			uint64_t v;
+			ssize_t k = read(l->wake_fd, &v, sizeof(v));
+			(void)k;
+		}
+		if (atomic_load(&l->stopping))
+			break;
+
+		pthread_mutex_lock(&l->lock);
+		if (pf[1].fd >= 0 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+			struct ctl_reply f;
+			int r = ctl_client_recv(l->ctl, &f, 0);
+			if (r == 0) {
+				on_frame(l, &f);
+				ctl_reply_free(&f);
+			} else if (r != -ETIMEDOUT) {
+				l->broken = true; /* EOF: efid stopped */
+			}
+		}
+		if (l->broken && l->ctl) {
+			ctl_client_close(l->ctl);
+			l->ctl = NULL;
+			l->broken = false;
+			backoff = BACKOFF_FIRST_MS;
+		} else if (!l->ctl && !l->gave_up && n == 0) {
+			if (resume(l))
+				backoff = BACKOFF_FIRST_MS;
+			else if ((backoff *= 2) > BACKOFF_MAX_MS)
+				backoff = BACKOFF_MAX_MS;
+		}
+		pthread_mutex_unlock(&l->lock);
+
+		if (atomic_exchange(&l->revoke_pending, false))
+			revoke_all(l);
+	}
+	return NULL;
+}
+
+struct efi_lease *efi_lease_start(struct efi_context_int *ctx, int wire_fd)
+{
+	struct efi_lease *l;
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int r;
+
+	if (!ctx || !ctx->ctl || wire_fd < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->ctx = ctx;
+	l->mr_limited = true;
+	l->wire_fd = fcntl(wire_fd, F_DUPFD_CLOEXEC, 3);
+	l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (l->wire_fd < 0 || l->wake_fd < 0) {
+		r = errno;
+		goto fail;
+	}
+	pthread_mutex_init(&l->lock, NULL);
+	l->ctl = ctx->ctl;
+	pthread_mutex_lock(&l->lock);
+	ask_limits(l);
+	pthread_mutex_unlock(&l->lock);
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, WATCHER_STACK);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&l->thread, &attr, watch, l);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (r) {
+		pthread_mutex_destroy(&l->lock);
+		goto fail;
+	}
+	ctx->ctl = NULL; /* the lease's now */
+	return l;
+fail:
+	if (l->wire_fd >= 0)
+		close(l->wire_fd);
+	if (l->wake_fd >= 0)
+		close(l->wake_fd);
+	free(l);
+	errno = r;
+	return NULL;
+}
+
+void efi_lease_stop(struct efi_lease *l)
+{
+	if (!l)
+		return;
+	atomic_store(&l->stopping, true);
+	wake(l);
+	pthread_join(l->thread, NULL);
+	ctl_client_close(l->ctl); /* ends the lease */
+	close(l->wire_fd);
+	close(l->wake_fd);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}
+
+bool efi_lease_revoked(const struct efi_lease *l)
+{
+	return l && (atomic_load(&l->revoked) || atomic_load(&l->revoke_pending));
+}
+
+int efi_lease_reserve_qp(struct efi_lease *l)
+{
+	struct ctl_reply rep;
+	int r;
+
+	if (!l)
+		return 0;
+	if (efi_lease_revoked(l))
+		return ENODEV;
+	pthread_mutex_lock(&l->lock);
+	r = call(l, EFI_CTL_RESERVE, 1, 0, 0, &rep);
+	if (r == 0) {
+		learn_limits(l, &rep);
+		ctl_reply_free(&rep);
+	}
+	if (r <= 0) /* granted, or efid away: counted, told at resume */
+		l->qps++;
+	pthread_mutex_unlock(&l->lock);
+	return r > 0 ? r : 0;
+}
+
+void efi_lease_release_qp(struct efi_lease *l)
+{
+	struct ctl_reply rep;
+
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->lock);
+	if (l->qps) {
+		l->qps--;
+		if (call(l, EFI_CTL_RELEASE, 1, 0, 0, &rep) == 0)
+			ctl_reply_free(&rep);
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+int efi_lease_reserve_mr(struct efi_lease *l, uint64_t len)
+{
+	struct ctl_reply rep;
+	int r = 0;
+
+	if (!l)
+		return 0;
+	if (efi_lease_revoked(l))
+		return ENODEV;
+	pthread_mutex_lock(&l->lock);
+	/* Without MR limits registration costs no round trip: counted here,
+	 * told to efid only if it restarts with limits. */
+	if (l->mr_limited) {
+		r = call(l, EFI_CTL_RESERVE, 0, 1, len ? len : 0, &rep);
+		if (r == 0) {
+			l->told_mrs++;
+			l->told_bytes += len;
+			learn_limits(l, &rep);
+			ctl_reply_free(&rep);
+		}
+	}
+	if (r <= 0) {
+		l->mrs++;
+		l->bytes += len;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return r > 0 ? r : 0;
+}
+
+void efi_lease_release_mr(struct efi_lease *l, uint64_t len)
+{
+	struct ctl_reply rep;
+
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->lock);
+	if (l->mrs)
+		l->mrs--;
+	l->bytes -= len < l->bytes ? len : l->bytes;
+	if (l->told_mrs) {
+		uint64_t b = len < l->told_bytes ? len : l->told_bytes;
+		l->told_mrs--;
+		l->told_bytes -= b;
+		if (call(l, EFI_CTL_RELEASE, 0, 1, b, &rep) == 0)
+			ctl_reply_free(&rep);
+	}
+	pthread_mutex_unlock(&l->lock);
+}

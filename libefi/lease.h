@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The lease watcher (lease.c): what keeps a context's lease — its control
+ * connection to efid, opened by efi_open_device — in step with efid while
+ * the data path runs on without it.
+ *
+ *   - efid restarts (SIGTERM, crash, upgrade): the connection reads EOF; the
+ *     watcher reconnects with backoff and hands efid the wire socket back
+ *     (EFI_CTL_LEASE_RESUME), so the new efid knows the slot is taken, lets
+ *     the connection manager announce its QPs, and accounts its quota.
+ *   - the interface is detached: efid pushes EFI_CTL_REVOKE; every QP of the
+ *     context goes to ERR with its outstanding work flushed (WR_FLUSH_ERR),
+ *     and new QPs and registrations fail with ENODEV.
+ *   - [Limits]: QP creation and memory registration reserve quota first
+ *     (EFI_CTL_RESERVE), destruction releases it.
+ *
+ * Every function accepts a NULL lease (a context without one: no efid
+ * watch, no quota) and then does nothing and succeeds.
+ */
+#ifndef EFI_LIBEFI_LEASE_H
+#define EFI_LIBEFI_LEASE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct efi_context_int;
+struct efi_lease;
+
+/*
+ * Starts watching ctx's lease: takes over ctx->ctl (sets it to NULL; the
+ * lease closes it in efi_lease_stop) and keeps a duplicate of wire_fd, the
+ * socket efid passed, as the proof of ownership a restarted efid asks for.
+ * Asks efid for the instance's limits once.  Returns NULL with errno set
+ * (ctx->ctl then stays as it was).
+ */
+struct efi_lease *efi_lease_start(struct efi_context_int *ctx, int wire_fd);
+/* Stops the watcher and closes the lease connection (efid frees the slot).
+ * Call when no QP of the context is left. */
+void efi_lease_stop(struct efi_lease *l);
+
+/* Quota for one QP / one MR of len bytes: 0, EDQUOT (over a [Limits] of
+ * the instance), ENODEV (the interface was detached).  While efid is away
+ * reservations succeed and are reported to it when it is back.  Call
+ * without ctx->lock held. */
+int efi_lease_reserve_qp(struct efi_lease *l);
+void efi_lease_release_qp(struct efi_lease *l);
+int efi_lease_reserve_mr(struct efi_lease *l, uint64_t len);
+void efi_lease_release_mr(struct efi_lease *l, uint64_t len);
+
+/* True once efid revoked the lease (detach). */
+bool efi_lease_revoked(const struct efi_lease *l);
+
+#endif
