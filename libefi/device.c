@@ -159,6 +159,16 @@ struct efi_context *efi_context_create(struct efi_wire *wire, const struct efi_c
 	ctx->p = *p;
 	if (!ctx->p.link_mtu)
 		ctx->p.link_mtu = 1500;
+	/* Congestion-control parameters: the defaults, then $EFI_CC for
+	 * experiments ("target_us=200,ai=1", cc.h); a bad spec fails. */
+	efi_cc_params_default(&ctx->ccp);
+	{
+		const char *spec = getenv("EFI_CC");
+		if (spec && *spec && efi_cc_params_parse(&ctx->ccp, spec)) {
+			r = EINVAL;
+			goto fail;
+		}
+	}
 	snprintf(ctx->dev.name, sizeof(ctx->dev.name), "%s", p->ifname);
 	snprintf(ctx->dev.instance, sizeof(ctx->dev.instance), "%s", p->instance);
 	ctx->dev.ifindex = p->ifindex;

@@ -27,7 +27,10 @@
 
 #include <efi/efi.h>
 
+#include "cc.h"
 #include "packet.h"
+#include "path.h"
+#include "reorder.h"
 #include "wire.h"
 
 #define EFI_QPN_PER_BLOCK	4096u
@@ -37,8 +40,10 @@
 #define EFI_MAX_CQE		(1u << 20)
 #define EFI_MAX_RD_ATOMIC	16u
 #define EFI_MAX_MR_SIZE		(UINT64_C(1) << 40)
-/* Request packets in flight per QP (PSNs between snd_una and snd_nxt). */
-#define EFI_SEND_WINDOW		256u
+/* PSNs between snd_una and snd_nxt at most: the span the responder's
+ * reorder buffer and the SACK block cover.  The congestion window limits
+ * the packets actually in flight within it. */
+#define EFI_SEND_WINDOW		EFI_REORDER_SLOTS
 /* Response packets one Read request asks for at most (a longer Read is
  * split into several requests). */
 #define EFI_READ_CHUNK		64u
@@ -54,8 +59,12 @@
 #define EFI_RXBUF_SIZE		9216u
 /* The requester asks for an ACK at least every this many packets. */
 #define EFI_ACKREQ_EVERY	16u
-/* Floor of the retransmission timeout (verbs' timeout can be 4 µs). */
+/* Floor of the verbs timeout (verbs' timeout can be 4 µs). */
 #define EFI_MIN_RTO_NS		(500ull * 1000)
+/* Retransmission timeout without a verbs timeout (timeout 0 = infinite),
+ * and the most doublings of the adaptive one. */
+#define EFI_MAX_RTO_NS		(100ull * 1000 * 1000)
+#define EFI_MAX_BACKOFF		10u
 /* Timeouts without progress while the peer keeps answering, before the QP
  * gives up anyway (RETRY_EXC_ERR). */
 #define EFI_MAX_STALLS		1000u
@@ -76,11 +85,11 @@ static inline uint64_t efi_now_ns(void)
 }
 
 /* The largest path MTU whose packets fit a link of link_mtu bytes (IPv4,
- * UDP and the largest data header of 44 bytes: 72 bytes of overhead). */
+ * UDP and the largest data header, EFI_MAX_DATA_HDR_LEN). */
 static inline enum efi_mtu efi_active_mtu(uint32_t link_mtu)
 {
 	int m = EFI_MTU_256;
-	while (m < EFI_MTU_4096 && (128u << (m + 1)) + 72u <= link_mtu)
+	while (m < EFI_MTU_4096 && (128u << (m + 1)) + 28u + EFI_MAX_DATA_HDR_LEN <= link_mtu)
 		m++;
 	return (enum efi_mtu)m;
 }
@@ -119,6 +128,10 @@ struct efi_context_int {
 	bool busy;			/* a QP has unacknowledged or queued work */
 	uint32_t next_qp_index;
 	uint32_t next_pd_handle, next_cq_handle;
+
+	/* Congestion control and path parameters of every QP (read at open:
+	 * defaults, then $EFI_CC). */
+	struct efi_cc_params ccp;
 
 	/* MR table: open addressing by key (lkey == rkey). */
 	struct efi_mr_int **mr_slots;
@@ -232,17 +245,25 @@ struct efi_rwqe {
 	bool bad;			/* an SGE failed the lkey check */
 };
 
-/* A per-PSN send record: what each transmitted request packet was and when
- * it left.  Go-back-N uses only the timestamps; selective retransmission,
- * congestion control (RTT per packet) and multipath (path id) in the next
- * version hang their state here without changing the queues. */
+/* Where a transmitted request packet stands (the SACK scoreboard, retx.c). */
+enum efi_tx_state {
+	EFI_TX_NONE,			/* never sent, or acknowledged */
+	EFI_TX_INFLIGHT,		/* sent, counted in the pipe */
+	EFI_TX_SACKED,			/* the responder holds it: never sent again */
+	EFI_TX_LOST,			/* to be sent again */
+};
+
+/* A per-PSN send record: what each transmitted request packet was, when and
+ * on which path it left, and where it stands. */
 struct efi_txrec {
 	uint32_t psn;
 	uint32_t wqe;			/* send queue index */
-	uint64_t tx_ns;
-	uint8_t path;			/* which socket/path it left on (0 for now) */
+	uint64_t tx_ns;			/* 0: never left (or its send failed) */
+	uint8_t path;			/* which path it left on last */
 	uint8_t retx;			/* times retransmitted */
-	uint8_t sacked;
+	uint8_t nsent;			/* times it left (saturating) */
+	uint8_t state;			/* enum efi_tx_state */
+	uint8_t npsn;			/* PSNs it covers (a Read request: its chunk) */
 };
 
 enum efi_respq_kind { RESPQ_ACK, RESPQ_READ, RESPQ_ATOMIC };
@@ -253,6 +274,7 @@ struct efi_respq_ent {
 	uint32_t psn;			/* ACK/ATOMIC: its PSN; READ: next PSN to send */
 	uint32_t msn;
 	uint64_t ts_echo;
+	uint8_t path;			/* echoed: the path of the request it answers */
 	uint64_t orig;			/* ATOMIC */
 	uint32_t first_psn;		/* READ: PSN of its request */
 	uint8_t *src;			/* READ: next byte */
@@ -303,6 +325,23 @@ struct efi_qp_int {
 	uint32_t gap_nak_psn;		/* requester: Read response gap handled for */
 	bool gap_nak_valid;
 	struct efi_txrec *txrec;
+	/* selective retransmission, congestion control, paths (retx.c) */
+	struct efi_path paths[EFI_MAX_PATHS];
+	unsigned npaths;
+	uint32_t pipe;			/* packets in flight (INFLIGHT records, by weight) */
+	uint32_t lost_hint;		/* no LOST record before this PSN */
+	bool have_lost;
+	bool force_ackreq;		/* the next packet asks for an ACK (a retransmission, a probe) */
+	bool tlp_pending;		/* a tail-loss probe may go whatever the window */
+	uint8_t cur_path;		/* path of the packet being built */
+	unsigned backoff;		/* RTO doublings in a row */
+	unsigned tlp_sent;		/* tail-loss probes since the last answer */
+	uint64_t last_answer_ns;	/* last response of any kind from the peer */
+	uint64_t silent_since_ns;	/* dead-peer clock: last answer or start of work */
+	uint64_t rack_deadline_ns;	/* 0, or when a reordering candidate expires */
+	uint64_t rto_at_ns;		/* the last timeout, until the next answer (0: none) */
+	uint32_t delivered[EFI_MAX_PATHS];	/* scratch: packets delivered per path by one response */
+	uint32_t lost_now[EFI_MAX_PATHS];	/* scratch: packets declared lost per path */
 
 	/* receive queue */
 	struct efi_rwqe *rq;
@@ -321,6 +360,8 @@ struct efi_qp_int {
 	uint32_t respq_head, respq_count;
 	struct efi_atomic_cache_ent acache[EFI_ATOMIC_CACHE];
 	uint32_t acache_next;
+	struct efi_reorder reorder;	/* requests that arrived ahead of rcv_psn */
+	bool ack_now;			/* an early packet arrived: ACK (with SACK) without delay */
 
 	struct efi_qp_int *next_active, *prev_active;	/* ctx->qp_list */
 };
@@ -348,12 +389,43 @@ void efi_req_timers(struct efi_qp_int *qp, uint64_t now);
  * send) and the PSN after it in *next. */
 size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, uint8_t *buf, uint32_t *next, uint64_t now);
 bool efi_req_can_send(struct efi_qp_int *qp, uint64_t now);
+/* The PSN of the next request packet to send now (a lost one first, else
+ * the next in sequence) and its path (qp->cur_path); false if nothing may
+ * go (window, pacing, RNR wait, nothing to send). */
+bool efi_req_next(struct efi_qp_int *qp, uint64_t now, uint32_t *psn);
 /* Builds the response at the head of the responder queue (entry e, from its
  * current position); returns the length; *done says it finished the entry. */
 size_t efi_resp_build(struct efi_qp_int *qp, struct efi_respq_ent *e, uint8_t *buf, bool *done);
-void efi_resp_enqueue_ack(struct efi_qp_int *qp, uint8_t syndrome, uint32_t psn, uint64_t ts_echo);
+/* Queues an ACK/NAK for psn echoing ts_echo and path (of the request that
+ * caused it). */
+void efi_resp_enqueue_ack(struct efi_qp_int *qp, uint8_t syndrome, uint32_t psn, uint64_t ts_echo, uint8_t path);
 /* Completes a send WQE (ctx->lock held). */
 void efi_complete_send(struct efi_qp_int *qp, struct efi_swqe *w, enum efi_wc_status st);
+
+/* retx.c: the requester's scoreboard (with ctx->lock held).  See retx.c. */
+void efi_retx_init(struct efi_qp_int *qp, uint64_t now);
+/* Forgets what is in flight (the QP went to ERR), keeping the paths' RTT,
+ * windows and counters for a look afterwards. */
+void efi_retx_flush(struct efi_qp_int *qp);
+void efi_retx_on_send(struct efi_qp_int *qp, struct efi_txrec *rec, uint64_t now);
+void efi_retx_unsent(struct efi_qp_int *qp, uint32_t psn);
+void efi_retx_acked(struct efi_qp_int *qp, uint32_t from, uint32_t to);
+void efi_retx_sack(struct efi_qp_int *qp, const struct efi_pkt *pkt);
+void efi_retx_detect(struct efi_qp_int *qp, uint64_t now);
+void efi_retx_rewind(struct efi_qp_int *qp, uint32_t psn);
+/* An RNR NAK at from: the responder dropped what it held from there on. */
+void efi_retx_unsack(struct efi_qp_int *qp, uint32_t from);
+bool efi_retx_next_lost(struct efi_qp_int *qp, uint32_t *psn);
+void efi_retx_after_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, uint64_t now);
+void efi_retx_timers(struct efi_qp_int *qp, uint64_t now);
+uint64_t efi_retx_rto_ns(const struct efi_qp_int *qp);
+/* Request packets between two ACK requests: EFI_ACKREQ_EVERY, fewer when
+ * the window is small (half a window), so a window never goes out without
+ * asking for an ACK. */
+uint32_t efi_retx_ackreq_every(const struct efi_qp_int *qp);
+
+/* responder.c: processes held early requests that are now in order. */
+void efi_resp_drain(struct efi_qp_int *qp);
 
 /* Copies len bytes between a flat buffer and an SGE list at byte offset off. */
 void efi_sge_copy_out(const struct efi_sge_int *sge, uint32_t nsge, uint32_t off, uint8_t *dst, uint32_t len);

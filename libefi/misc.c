@@ -54,7 +54,7 @@ const char *efi_drop_reason_str(enum efi_drop_reason r)
 		[EFI_DROP_MALFORMED] = "malformed", [EFI_DROP_BAD_VERSION] = "bad_version",
 		[EFI_DROP_UNKNOWN_QP] = "unknown_qp", [EFI_DROP_BAD_SOURCE] = "bad_source",
 		[EFI_DROP_QP_STATE] = "qp_state", [EFI_DROP_OUT_OF_WINDOW] = "out_of_window",
-		[EFI_DROP_INJECTED] = "injected",
+		[EFI_DROP_INJECTED] = "injected", [EFI_DROP_BAD_KEY] = "bad_key",
 	};
 	if ((unsigned)r >= EFI_DROP_REASON_COUNT)
 		return "unknown";
@@ -77,6 +77,8 @@ void efi_counters_add(struct efi_counters *to, const struct efi_counters *from)
 	to->drops += from->drops;
 	for (int i = 0; i < EFI_DROP_REASON_MAX; i++)
 		to->drop_reasons[i] += from->drop_reasons[i];
+	to->fast_retransmits += from->fast_retransmits;
+	to->tail_probes += from->tail_probes;
 }
 
 /* Takes ctx->lock. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Wire format version 1 (docs/wire-format.md): one table says, per opcode,
+ * Wire format version 2 (docs/wire-format.md): one table says, per opcode,
  * which headers follow the base header, which flags it implies and what
  * payload it may carry.  The parser and the builder both read that table, so
  * they cannot disagree about the layout, and the builder refuses to write a
@@ -224,8 +224,9 @@ int efi_pkt_parse(const void *buf, size_t len, struct efi_pkt *out)
 	out->version = b[0];
 	out->opcode = b[1];
 	out->flags = b[2];
+	out->path = b[3];
 	d = lookup(out->opcode);
-	if (!d || b[3] != 0 || b[4] != 0 || b[8] != 0 || b[12] != 0)
+	if (!d || b[4] != 0 || b[8] != 0 || b[12] != 0)
 		return -EBADMSG;
 	if (!flags_ok(d, out->flags))
 		return -EBADMSG;
@@ -233,6 +234,7 @@ int efi_pkt_parse(const void *buf, size_t len, struct efi_pkt *out)
 	out->psn = get24(b + 9);
 	out->src_qpn = get24(b + 13);
 	out->tx_ts = get64(b + 16);
+	out->conn_key = get32(b + 24);
 
 	out->hdr_len = hdr_len_of(d, out->flags);
 	if (len < out->hdr_len)
@@ -319,11 +321,12 @@ size_t efi_pkt_build_hdr(void *buf, size_t cap, const struct efi_pkt *pkt)
 	b[0] = EFI_WIRE_VERSION;
 	b[1] = pkt->opcode;
 	b[2] = flags;
-	b[3] = 0;
+	b[3] = pkt->path;
 	put32(b + 4, pkt->dest_qpn);
 	put32(b + 8, pkt->psn);
 	put32(b + 12, pkt->src_qpn);
 	put64(b + 16, pkt->tx_ts);
+	put32(b + 24, pkt->conn_key);
 	off = EFI_BASE_HDR_LEN;
 	if (d->hdrs & EFI_HDR_RETH) {
 		put64(b + off, pkt->reth.va);

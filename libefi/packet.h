@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The EFI RC-over-UDP wire format, version 1: decoding and encoding of the
+ * The EFI RC-over-UDP wire format, version 2: decoding and encoding of the
  * headers, and 24-bit PSN arithmetic.  docs/wire-format.md is the
  * specification; this file follows it field for field.
  *
@@ -15,10 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EFI_WIRE_VERSION	1
+#define EFI_WIRE_VERSION	2
 
 /* Sizes of the headers on the wire, in bytes. */
-#define EFI_BASE_HDR_LEN	24
+#define EFI_BASE_HDR_LEN	28
 #define EFI_RETH_LEN		16
 #define EFI_ATOMIC_ETH_LEN	28
 #define EFI_IMMDT_LEN		4
@@ -34,7 +34,7 @@
 /* The largest datagram the parser accepts: the largest UDP payload over IPv4.
  * Anything longer cannot have come off a UDP socket intact. */
 #define EFI_PKT_MAX_LEN		65507
-/* The largest message (RETH DMA length, total message size) of version 1:
+/* The largest message (RETH DMA length, total message size):
  * 2^31 bytes, the verbs max_msg_sz. */
 #define EFI_MAX_MSG_SIZE	(UINT32_C(1) << 31)
 
@@ -118,7 +118,11 @@ struct efi_pkt {
 	uint32_t dest_qpn;	/* 24 bits */
 	uint32_t psn;		/* 24 bits */
 	uint32_t src_qpn;	/* 24 bits */
+	/* Requests: the sender's path the packet left on; responses: the path
+	 * of the request echoed in the TSE.  Opaque to the receiver. */
+	uint8_t path;
 	uint64_t tx_ts;		/* sender's clock, ns */
+	uint32_t conn_key;	/* the connection's secret, 0 = none */
 	unsigned int hdrs;	/* enum efi_pkt_hdr */
 	struct {
 		uint64_t va;

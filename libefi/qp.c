@@ -31,6 +31,7 @@ static void qp_free_queues(struct efi_qp_int *qp)
 	free(qp->sq);
 	free(qp->rq);
 	free(qp->txrec);
+	efi_reorder_free(&qp->reorder);
 }
 
 static int qp_alloc_queues(struct efi_qp_int *qp, const struct efi_qp_cap *cap)
@@ -157,6 +158,8 @@ static void qp_flush(struct efi_qp_int *qp)
 	qp->respq_count = 0;
 	qp->rd_outstanding = 0;
 	qp->snd_una = qp->snd_nxt = qp->snd_max;
+	efi_reorder_clear(&qp->reorder);
+	efi_retx_flush(qp);
 }
 
 void efi_qp_to_error(struct efi_qp_int *qp)
@@ -193,6 +196,8 @@ static void qp_reset(struct efi_qp_int *qp)
 	qp->msn = 0;
 	qp->conn_key = 0;
 	memset(qp->txrec, 0, EFI_TXREC_SLOTS * sizeof(*qp->txrec));
+	efi_reorder_clear(&qp->reorder);
+	efi_retx_init(qp, efi_now_ns());
 	memset(qp->acache, 0, sizeof(qp->acache));
 	memset(&qp->attr, 0, sizeof(qp->attr));
 	qp->attr.cap = cap;
@@ -379,6 +384,7 @@ int efi_modify_qp(struct efi_qp *pub, struct efi_qp_attr *a, int mask)
 	if (mask & M(SQ_PSN)) {
 		qp->attr.sq_psn = a->sq_psn;
 		qp->snd_una = qp->snd_nxt = qp->snd_max = a->sq_psn;
+		efi_retx_init(qp, efi_now_ns());
 	}
 	if (next == EFI_QPS_RTR && cur == EFI_QPS_INIT) {
 		const union efi_gid *dgid = &qp->attr.ah_attr.grh.dgid;
@@ -463,6 +469,19 @@ int efi_query_qp_counters(struct efi_qp *pub, struct efi_counters *c)
 		return EINVAL;
 	pthread_mutex_lock(&qp->ctx->lock);
 	*c = qp->cnt;
+	c->num_paths = qp->npaths;
+	for (unsigned i = 0; i < qp->npaths && i < EFI_COUNTERS_PATHS; i++) {
+		const struct efi_path *p = &qp->paths[i];
+		struct efi_path_counters *o = &c->paths[i];
+		o->rtt_min_ns = p->rtt.min_ns;
+		o->rtt_smoothed_ns = p->rtt.samples ? p->rtt.srtt_ns : 0;
+		o->cwnd_milli = (uint64_t)(p->cc.cwnd * 1000);
+		o->inflight = p->inflight;
+		o->retransmissions = p->retransmissions;
+		o->suspected = p->suspected;
+		o->restored = p->restored;
+		o->active = p->state == EFI_PATH_ACTIVE;
+	}
 	pthread_mutex_unlock(&qp->ctx->lock);
 	return 0;
 }

@@ -7,10 +7,12 @@
  *
  * PSN state: snd_una (oldest unacknowledged), snd_nxt (next to (re)send),
  * snd_max (first PSN of the next WQE to start).  WQEs [sq_head, sq_started)
- * have PSNs; [sq_started, sq_tail) wait.  Retransmission rewinds snd_nxt to
- * snd_una and rebuilds packets from the WQEs, so no packet copy is kept; the
- * per-PSN txrec ring holds what a selective scheme needs (send time, retx
- * count, path).
+ * have PSNs; [sq_started, sq_tail) wait.  Packets are rebuilt from the WQEs
+ * whenever they are sent again, so no packet copy is kept.  Which packets
+ * are sent again (selectively, from the SACK scoreboard), when (RACK,
+ * tail-loss probe, adaptive timeout) and how many may be in flight
+ * (congestion window, per path) is retx.c's business; going back
+ * (efi_retx_rewind) remains for NAKs, RNR and lost Read responses.
  */
 #include <string.h>
 
@@ -79,6 +81,7 @@ static void fail_head(struct efi_qp_int *qp, enum efi_wc_status st)
 
 static void progress_made(struct efi_qp_int *qp, uint64_t now)
 {
+	qp->backoff = 0;
 	qp->retries = 0;
 	qp->stalls = 0;
 	qp->timer_start_ns = now;
@@ -126,7 +129,7 @@ static void ack_upto(struct efi_qp_int *qp, uint32_t a, uint64_t now)
 			if (!efi_psn_before(a, w->first_psn)) {
 				if (efi_psn_before(qp->snd_una, w->first_psn))
 					qp->snd_una = w->first_psn;
-				qp->snd_nxt = qp->snd_una;
+				efi_retx_rewind(qp, qp->snd_una);
 			}
 			break;
 		}
@@ -145,9 +148,8 @@ static void ack_upto(struct efi_qp_int *qp, uint32_t a, uint64_t now)
 }
 
 /* Handles a response packet (ACK, NAK, Read response, atomic ACK). */
-void efi_req_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
+static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, uint64_t now)
 {
-	uint64_t now = efi_now_ns();
 	uint32_t p = pkt->psn;
 	uint32_t idx;
 	struct efi_swqe *w;
@@ -181,14 +183,15 @@ void efi_req_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 			}
 			qp->rnr_wait = true;
 			qp->rnr_until_ns = now + efi_rnr_timer_ns(val);
-			qp->snd_nxt = p;
+			/* The responder dropped what it held past p. */
+			efi_retx_unsack(qp, p);
+			efi_retx_rewind(qp, p);
 			return;
 		}
 		/* NAK */
 		if (val == EFI_NAK_PSN_SEQ_ERR) {
 			qp->cnt.seq_naks_received++;
-			if (efi_psn_after(qp->snd_nxt, p))
-				qp->snd_nxt = p;
+			efi_retx_rewind(qp, p);
 			return;
 		}
 		fail_head(qp, val == EFI_NAK_REM_ACCESS ? EFI_WC_REM_ACCESS_ERR :
@@ -218,7 +221,7 @@ void efi_req_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 		    !(qp->gap_nak_valid && qp->gap_nak_psn == qp->snd_una)) {
 			qp->gap_nak_valid = true;
 			qp->gap_nak_psn = qp->snd_una;
-			qp->snd_nxt = qp->snd_una;
+			efi_retx_rewind(qp, qp->snd_una);
 		}
 		efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
 		return;
@@ -256,6 +259,20 @@ void efi_req_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 		qp->snd_nxt = qp->snd_una;
 }
 
+void efi_req_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
+{
+	uint64_t now = efi_now_ns();
+	uint32_t una = qp->snd_una;
+
+	handle_response(qp, pkt, now);
+	if (qp->attr.qp_state != EFI_QPS_RTS && qp->attr.qp_state != EFI_QPS_SQD)
+		return;
+	if (efi_psn_after(qp->snd_una, una))
+		efi_retx_acked(qp, una, qp->snd_una);
+	efi_retx_sack(qp, pkt);
+	efi_retx_after_response(qp, pkt, now);
+}
+
 /* Retransmission and RNR timers. */
 void efi_req_timers(struct efi_qp_int *qp, uint64_t now)
 {
@@ -268,28 +285,42 @@ void efi_req_timers(struct efi_qp_int *qp, uint64_t now)
 		}
 		return;
 	}
-	if (qp->snd_una == qp->snd_nxt || !qp->rto_ns || now - qp->timer_start_ns < qp->rto_ns)
+	efi_retx_timers(qp, now);
+	if (qp->snd_una == qp->snd_nxt || now - qp->timer_start_ns < efi_retx_rto_ns(qp))
 		return;
 	qp->cnt.timeouts++;
-	/* Only silence counts against retry_cnt: when the peer answered
-	 * during this period (responses that did not advance snd_una, e.g.
+	EFI_TRACE("timeout qp %x: una %x nxt %x max %x pipe %u backoff %u\n", qp->pub.qp_num, qp->snd_una,
+		  qp->snd_nxt, qp->snd_max, qp->pipe, qp->backoff);
+	/* Only silence fails the QP: no answer at all for timeout × (retry_cnt
+	 * + 1), the time verbs' go-back-N would have retried for.  While the
+	 * peer keeps answering (responses that do not advance snd_una, e.g.
 	 * behind a lost packet), it is alive and the loss is repaired by
 	 * going back, however long a backlog takes to drain. */
-	if (qp->peer_alive && qp->stalls++ < EFI_MAX_STALLS) {
-		qp->peer_alive = false;
-		qp->snd_nxt = qp->snd_una;
-		qp->timer_start_ns = now;
-		return;
-	}
-	EFI_TRACE("timeout qp %x: una %x nxt %x max %x head op %d first %x npkts %u read_done %u retries %u\n",
-		  qp->pub.qp_num, qp->snd_una, qp->snd_nxt, qp->snd_max, qp->sq[qp->sq_head].opcode,
-		  qp->sq[qp->sq_head].first_psn, qp->sq[qp->sq_head].npkts, qp->sq[qp->sq_head].read_done,
-		  qp->retries);
-	if (++qp->retries > qp->attr.retry_cnt) {
+	if (qp->peer_alive) {
+		if (qp->stalls++ >= EFI_MAX_STALLS) {
+			fail_head(qp, EFI_WC_RETRY_EXC_ERR);
+			return;
+		}
+	} else if (qp->rto_ns && now - qp->silent_since_ns >= qp->rto_ns * ((uint64_t)qp->attr.retry_cnt + 1)) {
 		fail_head(qp, EFI_WC_RETRY_EXC_ERR);
 		return;
 	}
-	qp->snd_nxt = qp->snd_una;
+	qp->peer_alive = false;
+	/* A second timeout in a row: trust no SACK any more.  Responders do
+	 * not renege, but a stale SACK reordered behind an RNR NAK (which
+	 * empties the responder's buffer) could mark a packet the responder
+	 * no longer holds; sending everything again cannot be wrong. */
+	if (qp->backoff)
+		efi_retx_unsack(qp, qp->snd_una);
+	efi_retx_rewind(qp, qp->snd_una);
+	if (!qp->rto_at_ns)
+		for (unsigned i = 0; i < qp->npaths; i++)
+			qp->paths[i].cwnd_before_rto = qp->paths[i].cc.cwnd;
+	qp->rto_at_ns = now;
+	for (unsigned i = 0; i < qp->npaths; i++)
+		efi_cc_on_timeout(&qp->paths[i].cc, &qp->ctx->ccp, now);
+	if (qp->backoff < EFI_MAX_BACKOFF)
+		qp->backoff++;
 	qp->timer_start_ns = now;
 }
 
@@ -332,6 +363,51 @@ bool efi_req_can_send(struct efi_qp_int *qp, uint64_t now)
 	return true;
 }
 
+bool efi_req_next(struct efi_qp_int *qp, uint64_t now, uint32_t *psn)
+{
+	int path;
+
+	if (qp->rnr_wait)
+		return false;
+	if (!qp->have_lost && qp->snd_nxt == qp->snd_max && qp->sq_started == qp->sq_tail)
+		return false;	/* nothing to send (the responder side's usual case) */
+	path = efi_paths_pick(qp->paths, qp->npaths, now);
+	/* A suspected path gets a packet now and then, asking for an ACK:
+	 * its answer re-admits it (with one path, every packet probes it). */
+	for (unsigned i = 0; qp->npaths > 1 && i < qp->npaths; i++) {
+		if (efi_path_probe_due(&qp->paths[i], now)) {
+			efi_path_on_probe(&qp->paths[i], &qp->ctx->ccp, now);
+			qp->force_ackreq = true;
+			path = (int)i;
+			break;
+		}
+	}
+	if (path < 0) {
+		/* A tail-loss probe goes even when the window is full: the
+		 * window may be full of packets whose ACK was lost. */
+		if (!qp->tlp_pending || !qp->have_lost)
+			return false;
+		path = 0;
+	}
+	qp->cur_path = (uint8_t)path;
+	if (efi_retx_next_lost(qp, psn)) {
+		qp->force_ackreq = true;	/* its ACK repairs the hole at once */
+		return true;
+	}
+	/* Going on in sequence after going back: what the responder holds
+	 * is not sent again. */
+	while (qp->snd_nxt != qp->snd_max) {
+		const struct efi_txrec *r = &qp->txrec[qp->snd_nxt & (EFI_TXREC_SLOTS - 1)];
+		if (r->psn != qp->snd_nxt || !r->tx_ns || r->state != EFI_TX_SACKED)
+			break;
+		qp->snd_nxt = efi_psn_add(qp->snd_nxt, r->npsn ? r->npsn : 1);
+	}
+	if (!efi_req_can_send(qp, now))
+		return false;
+	*psn = qp->snd_nxt;
+	return true;
+}
+
 static uint8_t data_opcode(const struct efi_swqe *w, uint32_t k)
 {
 	bool first = k == 0, last = k == w->npkts - 1;
@@ -367,6 +443,8 @@ size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, uint8_t *buf, uint32_t
 	h.src_qpn = qp->pub.qp_num;
 	h.psn = psn;
 	h.tx_ts = now;
+	h.path = qp->cur_path;
+	h.conn_key = qp->conn_key;
 	*next = efi_psn_add(psn, 1);
 	switch (w->opcode) {
 	case EFI_WR_RDMA_READ: {
@@ -415,11 +493,15 @@ size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, uint8_t *buf, uint32_t
 			if ((w->send_flags & EFI_SEND_SOLICITED) &&
 			    (w->opcode != EFI_WR_RDMA_WRITE))
 				h.flags |= EFI_PKT_F_SOLICITED;
-		} else if (++qp->pkts_since_ackreq >= EFI_ACKREQ_EVERY) {
+		} else if (++qp->pkts_since_ackreq >= efi_retx_ackreq_every(qp)) {
 			h.flags |= EFI_PKT_F_ACKREQ;
 		}
 		break;
 	}
+	}
+	if (qp->force_ackreq) {
+		h.flags |= EFI_PKT_F_ACKREQ;
+		qp->force_ackreq = false;
 	}
 	if (h.flags & EFI_PKT_F_ACKREQ)
 		qp->pkts_since_ackreq = 0;
@@ -429,16 +511,13 @@ size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, uint8_t *buf, uint32_t
 	if (plen)
 		efi_sge_copy_out(w->sge, w->num_sge, k * qp->seg, buf + hl, plen);
 	rec = &qp->txrec[psn & (EFI_TXREC_SLOTS - 1)];
-	if (rec->psn == psn && rec->tx_ns) {
-		rec->retx++;
-		qp->cnt.retransmissions++;
-	} else {
+	if (rec->psn != psn || !rec->tx_ns) {
+		memset(rec, 0, sizeof(*rec));
 		rec->psn = psn;
-		rec->retx = 0;
 	}
 	rec->wqe = idx;
 	rec->tx_ns = now;
-	rec->path = 0;
-	rec->sacked = 0;
+	rec->npsn = (uint8_t)efi_psn_diff(*next, psn);
+	efi_retx_on_send(qp, rec, now);
 	return hl + plen;
 }

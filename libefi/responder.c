@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The responder side of the RC transport: in-order acceptance of request
- * packets, duplicate detection (re-ACK, Read replay, atomic replay from the
+ * The responder side of the RC transport: in-order processing of request
+ * packets (early ones wait in the reorder buffer, reorder.h, and are
+ * acknowledged selectively with a SACK block), duplicate detection (re-ACK, Read replay, atomic replay from the
  * cache), NAK PSN sequence error once per gap, RNR NAK when no receive is
  * posted, rkey/bounds/access checks before any byte of target memory is
  * touched, placement of Sends into receive SGEs and of Writes into MRs, and
  * the output queue of responses (ACKs, Read responses, atomic ACKs) that the
  * transmit path drains in PSN order.  Everything runs with ctx->lock held.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "efi_int.h"
@@ -32,7 +34,7 @@ static struct efi_respq_ent *respq_add(struct efi_qp_int *qp)
 }
 
 /* Queues an ACK or NAK; consecutive plain ACKs coalesce into one. */
-void efi_resp_enqueue_ack(struct efi_qp_int *qp, uint8_t syndrome, uint32_t psn, uint64_t ts_echo)
+void efi_resp_enqueue_ack(struct efi_qp_int *qp, uint8_t syndrome, uint32_t psn, uint64_t ts_echo, uint8_t path)
 {
 	struct efi_respq_ent *e = respq_tail(qp);
 
@@ -41,6 +43,7 @@ void efi_resp_enqueue_ack(struct efi_qp_int *qp, uint8_t syndrome, uint32_t psn,
 		e->psn = psn;
 		e->msn = qp->msn;
 		e->ts_echo = ts_echo;
+		e->path = path;
 		return;
 	}
 	if (!(e = respq_add(qp)))
@@ -50,6 +53,7 @@ void efi_resp_enqueue_ack(struct efi_qp_int *qp, uint8_t syndrome, uint32_t psn,
 	e->psn = psn;
 	e->msn = qp->msn;
 	e->ts_echo = ts_echo;
+	e->path = path;
 }
 
 static void nak(struct efi_qp_int *qp, const struct efi_pkt *pkt, enum efi_nak_code code)
@@ -57,7 +61,7 @@ static void nak(struct efi_qp_int *qp, const struct efi_pkt *pkt, enum efi_nak_c
 	EFI_TRACE("NAK qp %x code %d psn %x\n", qp->pub.qp_num, code, pkt->psn);
 	/* The QP goes to ERR first (flushing receives); the NAK still leaves. */
 	efi_qp_to_error(qp);
-	efi_resp_enqueue_ack(qp, EFI_AETH_NAK | code, pkt->psn, pkt->tx_ts);
+	efi_resp_enqueue_ack(qp, EFI_AETH_NAK | code, pkt->psn, pkt->tx_ts, pkt->path);
 }
 
 static void recv_complete(struct efi_qp_int *qp, const struct efi_pkt *pkt, enum efi_wc_status st,
@@ -87,8 +91,12 @@ static bool need_rwqe(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 {
 	if (qp->rq_head == qp->rq_tail) {
 		qp->cnt.rnr_naks_sent++;
+		/* The requester sends everything again from this PSN after
+		 * the RNR wait (and forgets what was SACKed past it, retx.c):
+		 * what is held past it goes. */
+		efi_reorder_clear(&qp->reorder);
 		efi_resp_enqueue_ack(qp, EFI_AETH_RNR_NAK | (qp->attr.min_rnr_timer & 31), pkt->psn,
-				     pkt->tx_ts);
+				     pkt->tx_ts, pkt->path);
 		return false;
 	}
 	if (qp->rq[qp->rq_head].bad) {
@@ -212,6 +220,7 @@ static bool queue_read(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 	e->src = (uint8_t *)(uintptr_t)pkt->reth.va;
 	e->left = e->total = len;
 	e->ts_echo = pkt->tx_ts;
+	e->path = pkt->path;
 	e->msn = qp->msn;
 	return true;
 }
@@ -224,6 +233,7 @@ static void queue_atomic(struct efi_qp_int *qp, const struct efi_pkt *pkt, uint6
 	e->psn = pkt->psn;
 	e->orig = orig;
 	e->ts_echo = pkt->tx_ts;
+	e->path = pkt->path;
 	e->msn = qp->msn;
 }
 
@@ -268,7 +278,7 @@ static void handle_duplicate(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 		return;	/* older than the requester can still be waiting for */
 	}
 	efi_resp_enqueue_ack(qp, EFI_AETH_ACK | EFI_AETH_CREDITS_NONE,
-			     efi_psn_add(qp->rcv_psn, EFI_PSN_MASK), pkt->tx_ts);
+			     efi_psn_add(qp->rcv_psn, EFI_PSN_MASK), pkt->tx_ts, pkt->path);
 }
 
 static void handle_atomic(struct efi_qp_int *qp, const struct efi_pkt *pkt)
@@ -303,31 +313,16 @@ static void handle_atomic(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 	queue_atomic(qp, pkt, orig);
 }
 
-void efi_resp_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
+/* Processes the request at rcv_psn.  Returns false, changing nothing, when
+ * the response queue has no room for what it may queue (the requester
+ * retries, or the reorder buffer keeps it).  ack: acknowledge it if it asks
+ * (a held packet drained later is acknowledged once for the lot). */
+static bool in_order(struct efi_qp_int *qp, const struct efi_pkt *pkt, bool ack)
 {
-	int32_t d = efi_psn_diff(pkt->psn, qp->rcv_psn);
+	uint32_t before = qp->rcv_psn;
 
-	EFI_TRACE("req qp %x op %s psn %x rcv %x len %zu respq %u\n", qp->pub.qp_num,
-		  efi_pkt_opcode_name(pkt->opcode), pkt->psn, qp->rcv_psn, pkt->payload_len, qp->respq_count);
-
-	if (d > 0) {
-		if (!qp->nak_sent) {
-			qp->nak_sent = true;
-			qp->cnt.seq_naks_sent++;
-			efi_resp_enqueue_ack(qp, EFI_AETH_NAK | EFI_NAK_PSN_SEQ_ERR, qp->rcv_psn, pkt->tx_ts);
-		}
-		efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
-		return;
-	}
-	if (d < 0) {
-		handle_duplicate(qp, pkt);
-		return;
-	}
-	/* Room for what this request may queue; else let the requester retry. */
-	if (!rd_room(qp)) {
-		efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
-		return;
-	}
+	if (!rd_room(qp))
+		return false;
 	qp->nak_sent = false;
 	if (is_send(pkt->opcode)) {
 		handle_send(qp, pkt);
@@ -336,22 +331,113 @@ void efi_resp_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 	} else if (pkt->opcode == EFI_OP_READ_REQUEST) {
 		if (qp->resp_op != RESP_IDLE) {
 			nak(qp, pkt, EFI_NAK_INV_REQ);
-			return;
+			return true;
 		}
 		if (!queue_read(qp, pkt)) {
 			nak(qp, pkt, EFI_NAK_REM_ACCESS);
-			return;
+			return true;
 		}
 		qp->rcv_psn = efi_psn_add(qp->rcv_psn, efi_pkt_count(pkt->reth.dma_len, qp->seg));
 		qp->msn = (qp->msn + 1) & EFI_MSN_MASK;
-		return;
+		/* A Read takes several PSNs: nothing held can have those. */
+		efi_reorder_remove_range(&qp->reorder, efi_psn_add(before, 1), qp->rcv_psn);
+		return true;
 	} else {
 		handle_atomic(qp, pkt);
+		return true;
+	}
+	if (ack && qp->attr.qp_state != EFI_QPS_ERR && (pkt->flags & EFI_PKT_F_ACKREQ) &&
+	    efi_psn_diff(qp->rcv_psn, pkt->psn) > 0)
+		efi_resp_enqueue_ack(qp, EFI_AETH_ACK | EFI_AETH_CREDITS_NONE, pkt->psn, pkt->tx_ts, pkt->path);
+	return true;
+}
+
+/* Processes the held packets that are now in order.  Returns how many. */
+static unsigned drain(struct efi_qp_int *qp)
+{
+	unsigned n = 0;
+
+	while (qp->reorder.count && qp->attr.qp_state != EFI_QPS_ERR) {
+		uint32_t psn = qp->rcv_psn;
+		struct efi_pkt held;
+		size_t len;
+		const uint8_t *raw = efi_reorder_get(&qp->reorder, psn, &len);
+
+		if (!raw)
+			break;
+		/* It passed the parser when it arrived. */
+		if (efi_pkt_parse(raw, len, &held) != 0) {
+			efi_reorder_remove(&qp->reorder, psn);
+			break;
+		}
+		if (!in_order(qp, &held, false))
+			break;
+		if (qp->rcv_psn == psn)
+			break;	/* not taken (RNR): the buffer was emptied */
+		efi_reorder_remove(&qp->reorder, psn);
+		n++;
+	}
+	if (qp->attr.qp_state == EFI_QPS_ERR)
+		efi_reorder_clear(&qp->reorder);
+	return n;
+}
+
+void efi_resp_drain(struct efi_qp_int *qp)
+{
+	if (qp->reorder.count && drain(qp))
+		efi_resp_enqueue_ack(qp, EFI_AETH_ACK | EFI_AETH_CREDITS_NONE,
+				     efi_psn_add(qp->rcv_psn, EFI_PSN_MASK), 0, 0);
+}
+
+/* A request ahead of rcv_psn: held and acknowledged with a SACK at once
+ * (that ACK is what tells the requester about the hole), or, when it cannot
+ * be held, dropped with one NAK sequence error per gap (go-back-N). */
+static void early(struct efi_qp_int *qp, const struct efi_pkt *pkt)
+{
+	int r = efi_reorder_store(&qp->reorder, qp->rcv_psn, pkt->psn, pkt->payload - pkt->hdr_len,
+				  pkt->hdr_len + pkt->payload_len);
+
+	if (r == 0 || r == EEXIST) {
+		if (r == EEXIST)
+			qp->cnt.duplicates++;
+		efi_resp_enqueue_ack(qp, EFI_AETH_ACK | EFI_AETH_CREDITS_NONE,
+				     efi_psn_add(qp->rcv_psn, EFI_PSN_MASK), pkt->tx_ts, pkt->path);
 		return;
 	}
-	if (qp->attr.qp_state != EFI_QPS_ERR && (pkt->flags & EFI_PKT_F_ACKREQ) &&
-	    efi_psn_diff(qp->rcv_psn, pkt->psn) > 0)
-		efi_resp_enqueue_ack(qp, EFI_AETH_ACK | EFI_AETH_CREDITS_NONE, pkt->psn, pkt->tx_ts);
+	if (!qp->nak_sent) {
+		qp->nak_sent = true;
+		qp->cnt.seq_naks_sent++;
+		efi_resp_enqueue_ack(qp, EFI_AETH_NAK | EFI_NAK_PSN_SEQ_ERR, qp->rcv_psn, pkt->tx_ts, pkt->path);
+	}
+	efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
+}
+
+void efi_resp_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
+{
+	int32_t d = efi_psn_diff(pkt->psn, qp->rcv_psn);
+
+	EFI_TRACE("req qp %x op %s psn %x rcv %x len %zu respq %u\n", qp->pub.qp_num,
+		  efi_pkt_opcode_name(pkt->opcode), pkt->psn, qp->rcv_psn, pkt->payload_len, qp->respq_count);
+
+	if (d > 0) {
+		early(qp, pkt);
+		return;
+	}
+	if (d < 0) {
+		handle_duplicate(qp, pkt);
+		return;
+	}
+	/* Room for what this request may queue; else let the requester retry. */
+	if (!in_order(qp, pkt, true)) {
+		efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
+		return;
+	}
+	/* It filled a hole: what waited behind it goes now, acknowledged by
+	 * one ACK echoing this packet (the held ones' own timestamps would
+	 * count their wait as network delay). */
+	if (qp->reorder.count && drain(qp) && qp->attr.qp_state != EFI_QPS_ERR)
+		efi_resp_enqueue_ack(qp, EFI_AETH_ACK | EFI_AETH_CREDITS_NONE,
+				     efi_psn_add(qp->rcv_psn, EFI_PSN_MASK), pkt->tx_ts, pkt->path);
 }
 
 size_t efi_resp_build(struct efi_qp_int *qp, struct efi_respq_ent *e, uint8_t *buf, bool *done)
@@ -366,6 +452,8 @@ size_t efi_resp_build(struct efi_qp_int *qp, struct efi_respq_ent *e, uint8_t *b
 	h.src_qpn = qp->pub.qp_num;
 	h.psn = e->psn;
 	h.tx_ts = efi_now_ns();
+	h.path = e->path;
+	h.conn_key = qp->conn_key;
 	h.aeth.syndrome = EFI_AETH_ACK | EFI_AETH_CREDITS_NONE;
 	h.aeth.msn = e->msn;
 	h.ts_echo = e->ts_echo;
@@ -374,6 +462,9 @@ size_t efi_resp_build(struct efi_qp_int *qp, struct efi_respq_ent *e, uint8_t *b
 	case RESPQ_ACK:
 		h.opcode = EFI_OP_ACK;
 		h.aeth.syndrome = e->syndrome;
+		/* What is held beyond the hole, as of now. */
+		if (e->syndrome == (EFI_AETH_ACK | EFI_AETH_CREDITS_NONE))
+			efi_reorder_sack(&qp->reorder, qp->rcv_psn, &h);
 		break;
 	case RESPQ_ATOMIC:
 		h.opcode = EFI_OP_ATOMIC_ACK;

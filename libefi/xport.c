@@ -37,6 +37,12 @@ static void dispatch(struct efi_context_int *ctx, const struct efi_wire_pkt *wp)
 		efi_count_drop(&qp->cnt, EFI_DROP_BAD_SOURCE);
 		return;
 	}
+	/* A connection the connection manager keyed accepts only its key:
+	 * a stale peer of a reused QPN is not mistaken for the new one. */
+	if (qp->conn_key && pkt.conn_key != qp->conn_key) {
+		efi_count_drop(&qp->cnt, EFI_DROP_BAD_KEY);
+		return;
+	}
 	qp->cnt.rx_packets++;
 	qp->cnt.rx_bytes += wp->len;
 	if (efi_pkt_is_request(pkt.opcode)) {
@@ -75,15 +81,17 @@ static unsigned send_all(struct efi_context_int *ctx, struct efi_qp_int *qp, uns
 
 void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 {
-	uint64_t now = efi_now_ns();
-
 	for (int round = 0; round < 64; round++) {
-		uint32_t psns[EFI_BATCH];
+		uint64_t now = efi_now_ns();
+		uint32_t psns[EFI_BATCH], psn;
 		unsigned n = 0, nresp, sent;
 		enum efi_qp_state st = qp->attr.qp_state;
 
 		if (st == EFI_QPS_RESET || st == EFI_QPS_INIT)
 			return;
+		/* Held requests waiting for room in the response queue. */
+		if (qp->reorder.count)
+			efi_resp_drain(qp);
 		while (qp->respq_count && n < EFI_BATCH) {
 			struct efi_respq_ent *e = &qp->respq[qp->respq_head];
 			uint8_t *buf = ctx->txbuf + (size_t)n * EFI_PKTBUF_SIZE;
@@ -102,18 +110,23 @@ void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 		}
 		nresp = n;
 		while (n < EFI_BATCH && (qp->attr.qp_state == EFI_QPS_RTS || qp->attr.qp_state == EFI_QPS_SQD) &&
-		       efi_req_can_send(qp, now)) {
+		       efi_req_next(qp, now, &psn)) {
 			uint8_t *buf = ctx->txbuf + (size_t)n * EFI_PKTBUF_SIZE;
 			uint32_t next;
 			size_t len;
 
 			if (qp->snd_nxt == qp->snd_una)
 				qp->timer_start_ns = now;
-			len = efi_req_build(qp, qp->snd_nxt, buf, &next, now);
+			if (qp->snd_una == qp->snd_max)
+				qp->silent_since_ns = now;	/* work starts: the dead-peer clock too */
+			/* distinct send times within a batch keep RACK's
+			 * "sent after" exact */
+			len = efi_req_build(qp, psn, buf, &next, now + n);
 			if (!len)
 				break;
-			psns[n] = qp->snd_nxt;
-			qp->snd_nxt = next;
+			psns[n] = psn;
+			if (psn == qp->snd_nxt)
+				qp->snd_nxt = next;
 			ctx->txpkts[n].buf = buf;
 			ctx->txpkts[n].len = (uint32_t)len;
 			ctx->txpkts[n].peer = qp->peer;
@@ -123,12 +136,13 @@ void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 			return;
 		sent = send_all(ctx, qp, n);
 		if (sent < n) {
-			/* The socket is full: requests not sent go again from the
-			 * first of them (responses not sent count as lost). */
+			/* The socket is full: requests not sent go again (as
+			 * lost ones, first when there is room); responses not
+			 * sent count as lost. */
 			if (sent < nresp)
 				sent = nresp;
-			if (sent < n)
-				qp->snd_nxt = psns[sent];
+			for (unsigned i = sent; i < n; i++)
+				efi_retx_unsent(qp, psns[i]);
 			return;
 		}
 		if (n < EFI_BATCH)

@@ -635,6 +635,7 @@ enum efi_drop_reason {
 	EFI_DROP_QP_STATE,	/* the QP's state does not accept it */
 	EFI_DROP_OUT_OF_WINDOW,	/* PSN outside the window, or a stray response */
 	EFI_DROP_INJECTED,	/* the fault injector (EFI_FAULT) dropped it */
+	EFI_DROP_BAD_KEY,	/* not the connection key the QP was given */
 	EFI_DROP_REASON_COUNT,
 	EFI_DROP_REASON_MAX = 16,	/* room in struct efi_counters */
 };
@@ -642,6 +643,23 @@ enum efi_drop_reason {
 /* A constant name for a drop reason ("malformed", "bad_source" …), "unknown"
  * for any other value.  Never NULL. */
 const char *efi_drop_reason_str(enum efi_drop_reason reason);
+
+/* Paths whose state efi_query_qp_counters reports (a QP may have more). */
+#define EFI_COUNTERS_PATHS 4
+
+/* One path of a QP (the ways its packets take through the fabric): its RTT
+ * estimate, congestion window and health. */
+struct efi_path_counters {
+	uint64_t rtt_min_ns;		/* smallest RTT measured (0: none yet) */
+	uint64_t rtt_smoothed_ns;	/* smoothed RTT (0: none yet) */
+	uint64_t cwnd_milli;		/* congestion window, thousandths of a packet */
+	uint64_t inflight;		/* packets in flight on it */
+	uint64_t retransmissions;	/* its packets sent again */
+	uint64_t suspected;		/* times it went silent and was avoided */
+	uint64_t restored;		/* times it answered again and was re-admitted */
+	uint32_t active;		/* 1: in use, 0: suspected */
+	uint32_t reserved;
+};
 
 /* Transport counters since the QP or context was created.  Packets and bytes
  * count datagrams and their UDP payload, headers included. */
@@ -659,6 +677,12 @@ struct efi_counters {
 	uint64_t seq_naks_received;
 	uint64_t drops;			/* sum of drop_reasons[] */
 	uint64_t drop_reasons[EFI_DROP_REASON_MAX];	/* indexed by enum efi_drop_reason */
+	uint64_t fast_retransmits;	/* packets declared lost by SACK/RACK (not a timeout) */
+	uint64_t tail_probes;		/* tail-loss probes sent */
+	/* Per path: efi_query_qp_counters only (zero for a context). */
+	uint32_t num_paths;		/* paths the QP has (paths[] shows the first EFI_COUNTERS_PATHS) */
+	uint32_t reserved;
+	struct efi_path_counters paths[EFI_COUNTERS_PATHS];
 };
 
 /* Fills *counters with the QP's counters.  Returns 0, or EINVAL (NULL

@@ -238,6 +238,13 @@ void dp_case_loss(struct dp_side *s)
 	if (fault && strstr(fault, "loss=")) {
 		DP_CHECK(qc.retransmissions + qc.duplicates + qc.seq_naks_sent > 0,
 			 "EFI_FAULT=%s yet no retransmission, duplicate or sequence NAK on this side", fault);
+		/* Selective retransmission: only what is lost goes again.  A
+		 * loose bound (a timeout under a loaded CI machine may resend a
+		 * window), far under go-back-N's 2–3 retransmissions per
+		 * original at 1 % loss. */
+		DP_CHECK(qc.retransmissions <= qc.tx_packets / 5,
+			 "EFI_FAULT=%s: %" PRIu64 " retransmissions for %" PRIu64 " packets sent", fault,
+			 qc.retransmissions, qc.tx_packets);
 	}
 	dp_sync(s, "loss done");
 	dp_conn_destroy(&c);

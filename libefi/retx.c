@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The requester's scoreboard: selective retransmission over the per-PSN
+ * send records (struct efi_txrec), with everything under ctx->lock.
+ *
+ * Each transmitted request packet is INFLIGHT (counted in the QP's pipe and
+ * its path's in-flight count), SACKED (the responder holds it: it is never
+ * sent again; responders never renege, reorder.h), LOST (to be sent again)
+ * or NONE (acknowledged).  The transmit path sends LOST packets first,
+ * lowest PSN first, then continues in sequence at snd_nxt, skipping SACKED
+ * ones; going back (a timeout, a NAK, a lost Read response) is "mark every
+ * INFLIGHT packet from there LOST".
+ *
+ * Loss detection is time-based and per path (RACK, RFC 8985): a packet is
+ * lost when a packet sent after it on the same path has been delivered and
+ * a reordering window (min RTT / 4) has passed on top of the path's RTT.
+ * Spraying over paths of different delays therefore reorders without
+ * causing retransmissions.  A tail loss — nothing sent after it arrives —
+ * is found by a probe after two smoothed RTTs without an answer (TLP):
+ * the oldest packet in flight is sent again asking for an ACK, whose SACK
+ * then exposes any other hole.  The retransmission timeout (adaptive, from
+ * the RTT, doubling while nothing answers) is the last resort.
+ */
+#include <string.h>
+
+#include "efi_int.h"
+
+static struct efi_txrec *rec_of(struct efi_qp_int *qp, uint32_t psn)
+{
+	struct efi_txrec *r = &qp->txrec[psn & (EFI_TXREC_SLOTS - 1)];
+	return r->psn == psn && r->tx_ns ? r : NULL;
+}
+
+static unsigned path_of(const struct efi_qp_int *qp, unsigned p)
+{
+	return p < qp->npaths ? p : 0;
+}
+
+/* The record leaves the pipe. */
+static void leave(struct efi_qp_int *qp, struct efi_txrec *r)
+{
+	uint32_t w = r->npsn ? r->npsn : 1;
+
+	if (r->state != EFI_TX_INFLIGHT)
+		return;
+	qp->pipe = qp->pipe > w ? qp->pipe - w : 0;
+	efi_path_on_leave(&qp->paths[path_of(qp, r->path)], w);
+}
+
+static void mark_lost(struct efi_qp_int *qp, struct efi_txrec *r)
+{
+	leave(qp, r);
+	r->state = EFI_TX_LOST;
+	if (!qp->have_lost || efi_psn_before(r->psn, qp->lost_hint))
+		qp->lost_hint = r->psn;
+	qp->have_lost = true;
+}
+
+/* A packet was delivered (acknowledged or SACKed): the window's accounting.
+ * (RACK's "newest delivered send time" comes from the echoed timestamp
+ * instead, efi_retx_after_response: a record's send time is its latest
+ * transmission, which need not be the one that arrived.) */
+static void delivered(struct efi_qp_int *qp, struct efi_txrec *r)
+{
+	unsigned p = path_of(qp, r->path);
+
+	if (r->state == EFI_TX_INFLIGHT)
+		qp->delivered[p] += r->npsn ? r->npsn : 1;
+}
+
+void efi_retx_init(struct efi_qp_int *qp, uint64_t now)
+{
+	qp->npaths = 1;
+	for (unsigned i = 0; i < EFI_MAX_PATHS; i++)
+		efi_path_init(&qp->paths[i], &qp->ctx->ccp, now);
+	qp->pipe = 0;
+	qp->have_lost = false;
+	qp->force_ackreq = false;
+	qp->tlp_pending = false;
+	qp->backoff = 0;
+	qp->tlp_sent = 0;
+	qp->last_answer_ns = qp->silent_since_ns = now;
+	qp->rack_deadline_ns = 0;
+	qp->rto_at_ns = 0;
+	memset(qp->delivered, 0, sizeof(qp->delivered));
+	memset(qp->lost_now, 0, sizeof(qp->lost_now));
+}
+
+void efi_retx_flush(struct efi_qp_int *qp)
+{
+	for (unsigned i = 0; i < EFI_MAX_PATHS; i++)
+		qp->paths[i].inflight = 0;
+	qp->pipe = 0;
+	qp->have_lost = false;
+	qp->force_ackreq = false;
+	qp->tlp_pending = false;
+	qp->tlp_sent = 0;
+	qp->rack_deadline_ns = 0;
+	qp->rto_at_ns = 0;
+}
+
+void efi_retx_on_send(struct efi_qp_int *qp, struct efi_txrec *r, uint64_t now)
+{
+	struct efi_path *p;
+	uint32_t w = r->npsn ? r->npsn : 1;
+
+	if (r->nsent) {
+		if (r->retx < UINT8_MAX)
+			r->retx++;
+		qp->cnt.retransmissions++;
+		qp->paths[path_of(qp, r->path)].retransmissions++;
+	}
+	if (r->nsent < UINT8_MAX)
+		r->nsent++;
+	leave(qp, r);	/* a probe of a packet still in flight */
+	qp->tlp_pending = false;
+	r->path = qp->cur_path;
+	p = &qp->paths[path_of(qp, r->path)];
+	r->state = EFI_TX_INFLIGHT;
+	qp->pipe += w;
+	efi_path_on_send(p, w, now);
+	uint64_t gap = efi_cc_pacing_gap_ns(&p->cc, efi_rtt_srtt(&p->rtt, qp->ctx->ccp.target_delay_ns));
+	p->next_send_ns = gap ? now + gap : 0;
+}
+
+void efi_retx_unsent(struct efi_qp_int *qp, uint32_t psn)
+{
+	struct efi_txrec *r = rec_of(qp, psn);
+
+	if (!r)
+		return;
+	/* It never left: undo what efi_retx_on_send counted. */
+	if (r->nsent && --r->nsent) {
+		if (r->retx)
+			r->retx--;
+		qp->cnt.retransmissions--;
+		qp->paths[path_of(qp, r->path)].retransmissions--;
+	}
+	mark_lost(qp, r);
+}
+
+void efi_retx_acked(struct efi_qp_int *qp, uint32_t from, uint32_t to)
+{
+	int32_t n = efi_psn_diff(to, from);
+
+	for (int32_t i = 0; i < n && i < (int32_t)EFI_TXREC_SLOTS; i++) {
+		struct efi_txrec *r = rec_of(qp, efi_psn_add(from, (uint32_t)i));
+		if (!r)
+			continue;
+		delivered(qp, r);
+		leave(qp, r);
+		r->state = EFI_TX_NONE;
+	}
+	if (qp->have_lost && efi_psn_before(qp->lost_hint, to))
+		qp->lost_hint = to;
+}
+
+void efi_retx_sack(struct efi_qp_int *qp, const struct efi_pkt *pkt)
+{
+	if (!(pkt->hdrs & EFI_HDR_SACK))
+		return;
+	for (unsigned k = 0; k < pkt->sack.nbits; k++) {
+		uint32_t psn;
+		struct efi_txrec *r;
+
+		if (!(pkt->sack.bitmap[k / 8] & (1u << (k % 8))))
+			continue;
+		psn = efi_psn_add(pkt->sack.base_psn, k);
+		/* Only what is outstanding: a SACK is about [snd_una, snd_nxt). */
+		if (efi_psn_before(psn, qp->snd_una) || !efi_psn_before(psn, qp->snd_nxt))
+			continue;
+		if (!(r = rec_of(qp, psn)) || r->state == EFI_TX_SACKED || r->state == EFI_TX_NONE)
+			continue;
+		delivered(qp, r);
+		leave(qp, r);
+		r->state = EFI_TX_SACKED;
+	}
+}
+
+/* The reordering window of a path: a quarter of its minimum RTT. */
+static uint64_t reo_wnd(const struct efi_qp_int *qp, const struct efi_path *p)
+{
+	uint64_t w = p->rtt.min_ns / 4;
+	return w > qp->ctx->ccp.reo_min_ns ? w : qp->ctx->ccp.reo_min_ns;
+}
+
+void efi_retx_detect(struct efi_qp_int *qp, uint64_t now)
+{
+	const struct efi_cc_params *cp = &qp->ctx->ccp;
+	uint64_t next = 0;
+	uint32_t psn = qp->snd_una;
+
+	qp->rack_deadline_ns = 0;
+	if (!qp->pipe)
+		return;
+	for (unsigned n = 0; n < EFI_TXREC_SLOTS && efi_psn_before(psn, qp->snd_nxt); n++) {
+		struct efi_txrec *r = rec_of(qp, psn);
+		if (!r) {
+			psn = efi_psn_add(psn, 1);
+			continue;
+		}
+		psn = efi_psn_add(psn, r->npsn ? r->npsn : 1);
+		if (r->state != EFI_TX_INFLIGHT)
+			continue;
+		struct efi_path *p = &qp->paths[path_of(qp, r->path)];
+		if (r->tx_ns >= p->rack_xmit_ns)
+			continue;	/* nothing sent after it on its path arrived yet */
+		uint64_t deadline = r->tx_ns + efi_rtt_srtt(&p->rtt, cp->target_delay_ns) + reo_wnd(qp, p);
+		if (now >= deadline) {
+			qp->lost_now[path_of(qp, r->path)]++;
+			mark_lost(qp, r);
+			qp->cnt.fast_retransmits++;
+		} else if (!next || deadline < next) {
+			next = deadline;
+		}
+	}
+	qp->rack_deadline_ns = next;
+	for (unsigned i = 0; i < qp->npaths; i++) {
+		if (!qp->lost_now[i])
+			continue;
+		struct efi_path *p = &qp->paths[i];
+		efi_cc_on_loss(&p->cc, cp, qp->lost_now[i], efi_rtt_srtt(&p->rtt, cp->target_delay_ns), now);
+		qp->lost_now[i] = 0;
+	}
+}
+
+void efi_retx_rewind(struct efi_qp_int *qp, uint32_t to)
+{
+	uint32_t psn = to;
+
+	if (!efi_psn_before(to, qp->snd_nxt))
+		return;
+	for (unsigned n = 0; n < EFI_TXREC_SLOTS && efi_psn_before(psn, qp->snd_nxt); n++) {
+		struct efi_txrec *r = rec_of(qp, psn);
+		if (!r) {
+			psn = efi_psn_add(psn, 1);
+			continue;
+		}
+		psn = efi_psn_add(psn, r->npsn ? r->npsn : 1);
+		if (r->state == EFI_TX_INFLIGHT || r->state == EFI_TX_LOST) {
+			leave(qp, r);
+			/* sent again in sequence, not from the lost list */
+			r->state = EFI_TX_NONE;
+		}
+	}
+	qp->snd_nxt = to;
+	if (qp->have_lost && !efi_psn_before(qp->lost_hint, to))
+		qp->have_lost = false;
+}
+
+void efi_retx_unsack(struct efi_qp_int *qp, uint32_t from)
+{
+	uint32_t psn = from;
+
+	for (unsigned n = 0; n < EFI_TXREC_SLOTS && efi_psn_before(psn, qp->snd_nxt); n++) {
+		struct efi_txrec *r = rec_of(qp, psn);
+		if (r && r->state == EFI_TX_SACKED)
+			r->state = EFI_TX_NONE;	/* sent again in sequence */
+		psn = efi_psn_add(psn, r && r->npsn ? r->npsn : 1);
+	}
+}
+
+bool efi_retx_next_lost(struct efi_qp_int *qp, uint32_t *out)
+{
+	uint32_t psn;
+
+	if (!qp->have_lost)
+		return false;
+	psn = efi_psn_before(qp->lost_hint, qp->snd_una) ? qp->snd_una : qp->lost_hint;
+	for (unsigned n = 0; n < EFI_TXREC_SLOTS && efi_psn_before(psn, qp->snd_nxt); n++) {
+		struct efi_txrec *r = rec_of(qp, psn);
+		if (r && r->state == EFI_TX_LOST) {
+			qp->lost_hint = psn;
+			*out = psn;
+			return true;
+		}
+		psn = efi_psn_add(psn, r && r->npsn ? r->npsn : 1);
+	}
+	qp->have_lost = false;
+	return false;
+}
+
+/* After a response was processed: the RTT sample, the window update and
+ * loss detection. */
+void efi_retx_after_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, uint64_t now)
+{
+	const struct efi_cc_params *cp = &qp->ctx->ccp;
+	unsigned echo = path_of(qp, pkt->path);
+	uint64_t rtt = 0;
+
+	/* Only responses that answer one request packet measure its RTT: a
+	 * Read's last response also carries the time its chunk took. */
+	if ((pkt->opcode == EFI_OP_ACK || pkt->opcode == EFI_OP_ATOMIC_ACK ||
+	     pkt->opcode == EFI_OP_READ_RESP_FIRST || pkt->opcode == EFI_OP_READ_RESP_ONLY) &&
+	    pkt->ts_echo && pkt->ts_echo <= now)
+		rtt = now - pkt->ts_echo;
+	/* The first answer after a timeout echoes a packet sent before it:
+	 * the timeout was spurious (a stalled peer, not a loss), and the
+	 * windows it cut are given back (Eifel, RFC 3522). */
+	if (qp->rto_at_ns) {
+		if (pkt->ts_echo && pkt->ts_echo < qp->rto_at_ns)
+			for (unsigned i = 0; i < qp->npaths; i++)
+				if (qp->paths[i].cwnd_before_rto > qp->paths[i].cc.cwnd)
+					qp->paths[i].cc.cwnd = qp->paths[i].cwnd_before_rto;
+		qp->rto_at_ns = 0;
+	}
+	qp->last_answer_ns = qp->silent_since_ns = now;
+	qp->tlp_sent = 0;
+	/* The request that caused this response left at ts_echo on path
+	 * echo and has arrived: what left that path before it and is still
+	 * unaccounted for is lost, once the reordering window has passed. */
+	if ((pkt->hdrs & EFI_HDR_AETH) && pkt->ts_echo <= now && pkt->ts_echo > qp->paths[echo].rack_xmit_ns)
+		qp->paths[echo].rack_xmit_ns = pkt->ts_echo;
+	efi_path_on_answer(&qp->paths[echo], cp, rtt, now);
+	for (unsigned i = 0; i < qp->npaths; i++) {
+		struct efi_path *p = &qp->paths[i];
+		if (!qp->delivered[i] && i != echo)
+			continue;
+		efi_cc_on_ack(&p->cc, cp, i == echo ? rtt : 0, qp->delivered[i],
+			      efi_rtt_srtt(&p->rtt, cp->target_delay_ns), now);
+		qp->delivered[i] = 0;
+	}
+	efi_retx_detect(qp, now);
+}
+
+uint64_t efi_retx_rto_ns(const struct efi_qp_int *qp)
+{
+	uint64_t cap = qp->rto_ns ? qp->rto_ns : EFI_MAX_RTO_NS;
+	uint64_t floor = qp->ctx->ccp.min_rto_ns < cap ? qp->ctx->ccp.min_rto_ns : cap;
+	uint64_t rto = efi_rtt_rto(&qp->paths[0].rtt, floor, cap, cap);
+
+	for (unsigned i = 1; i < qp->npaths; i++) {
+		uint64_t r = efi_rtt_rto(&qp->paths[i].rtt, floor, cap, cap);
+		if (r > rto)
+			rto = r;
+	}
+	rto <<= qp->backoff;
+	return rto < cap ? rto : cap;
+}
+
+/* The oldest packet in flight, for a tail-loss probe. */
+static struct efi_txrec *oldest_inflight(struct efi_qp_int *qp)
+{
+	uint32_t psn = qp->snd_una;
+
+	for (unsigned n = 0; n < EFI_TXREC_SLOTS && efi_psn_before(psn, qp->snd_nxt); n++) {
+		struct efi_txrec *r = rec_of(qp, psn);
+		if (r && r->state == EFI_TX_INFLIGHT)
+			return r;
+		psn = efi_psn_add(psn, r && r->npsn ? r->npsn : 1);
+	}
+	return NULL;
+}
+
+/* Reordering timer, tail-loss probe, path health.  The retransmission
+ * timeout itself is efi_req_timers' (it owns the verbs retry semantics). */
+void efi_retx_timers(struct efi_qp_int *qp, uint64_t now)
+{
+	const struct efi_cc_params *cp = &qp->ctx->ccp;
+
+	if (qp->rack_deadline_ns && now >= qp->rack_deadline_ns)
+		efi_retx_detect(qp, now);
+	for (unsigned i = 0; i < qp->npaths; i++) {
+		if (!efi_path_check(&qp->paths[i], cp, now) || qp->npaths < 2)
+			continue;
+		/* Suspected: what it carries goes again on the others. */
+		uint32_t psn = qp->snd_una;
+		for (unsigned n = 0; n < EFI_TXREC_SLOTS && efi_psn_before(psn, qp->snd_nxt); n++) {
+			struct efi_txrec *r = rec_of(qp, psn);
+			if (r && r->state == EFI_TX_INFLIGHT && path_of(qp, r->path) == i)
+				mark_lost(qp, r);
+			psn = efi_psn_add(psn, r && r->npsn ? r->npsn : 1);
+		}
+	}
+	if ((qp->pipe || qp->have_lost) && qp->tlp_sent < 2 && !qp->tlp_pending) {
+		uint64_t srtt = efi_rtt_srtt(&qp->paths[0].rtt, cp->target_delay_ns);
+		uint64_t pto = 2 * srtt > cp->tlp_min_ns ? 2 * srtt : cp->tlp_min_ns;
+		uint64_t since = qp->last_answer_ns > qp->silent_since_ns ? qp->last_answer_ns : qp->silent_since_ns;
+		if (now - since >= pto << qp->tlp_sent) {
+			/* The probe: the first lost packet waiting for room,
+			 * else the oldest in flight, asking for an ACK. */
+			struct efi_txrec *r = qp->have_lost ? NULL : oldest_inflight(qp);
+			if (r)
+				mark_lost(qp, r);
+			if (qp->have_lost) {
+				qp->tlp_pending = true;
+				qp->tlp_sent++;
+				qp->cnt.tail_probes++;
+			}
+		}
+	}
+}
+
+uint32_t efi_retx_ackreq_every(const struct efi_qp_int *qp)
+{
+	double half = efi_paths_window(qp->paths, qp->npaths) / 2;
+
+	if (half < 1)
+		return 1;
+	return half < EFI_ACKREQ_EVERY ? (uint32_t)half : EFI_ACKREQ_EVERY;
+}

@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SACK bookkeeping on both sides, without a wire:
+ *  - the responder's reorder buffer (libefi/reorder.c): what it holds, the
+ *    window it accepts (across the 24-bit wrap), duplicates, the SACK block
+ *    it writes, forgetting the PSNs a Read jumps over;
+ *  - the requester's scoreboard (libefi/retx.c) over a bare QP: SACKed
+ *    packets leave the pipe and are never marked for retransmission, a
+ *    hole is declared lost only once a packet sent after it on the same
+ *    path has arrived and the reordering window has passed (reordering is
+ *    not loss), only the hole is retransmitted, a tail loss is probed
+ *    after two RTTs of silence, and going back skips nothing it should not.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libefi/efi_int.h"
+
+#define US 1000ull
+
+/* ---- reorder buffer ---- */
+
+START_TEST(reorder_window_and_duplicates)
+{
+	struct efi_reorder r;
+	uint8_t pkt[64], big[EFI_REORDER_PKT_MAX + 1];
+	size_t len;
+	const uint8_t *got;
+
+	memset(&r, 0, sizeof(r));
+	memset(pkt, 0x5a, sizeof(pkt));
+	memset(big, 0, sizeof(big));
+	/* base is the expected PSN: it and what is before are not "early". */
+	ck_assert_int_eq(efi_reorder_store(&r, 100, 100, pkt, 10), ERANGE);
+	ck_assert_int_eq(efi_reorder_store(&r, 100, 99, pkt, 10), ERANGE);
+	ck_assert_int_eq(efi_reorder_store(&r, 100, 100 + EFI_REORDER_SLOTS, pkt, 10), ERANGE);
+	ck_assert_int_eq(efi_reorder_store(&r, 100, 101, big, sizeof(big)), EMSGSIZE);
+	ck_assert_ptr_null(r.buf);	/* nothing held, nothing allocated */
+	ck_assert_int_eq(efi_reorder_store(&r, 100, 101, pkt, 10), 0);
+	ck_assert_int_eq(efi_reorder_store(&r, 100, 100 + EFI_REORDER_SLOTS - 1, pkt, 64), 0);
+	ck_assert_int_eq(efi_reorder_store(&r, 100, 101, pkt, 10), EEXIST);
+	ck_assert_uint_eq(r.count, 2);
+	ck_assert(efi_reorder_has(&r, 101));
+	ck_assert(!efi_reorder_has(&r, 102));
+	got = efi_reorder_get(&r, 100 + EFI_REORDER_SLOTS - 1, &len);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_uint_eq(len, 64);
+	ck_assert_int_eq(memcmp(got, pkt, 64), 0);
+	ck_assert_ptr_null(efi_reorder_get(&r, 102, &len));
+	efi_reorder_remove(&r, 101);
+	efi_reorder_remove(&r, 101);	/* twice: no underflow */
+	ck_assert_uint_eq(r.count, 1);
+	efi_reorder_clear(&r);
+	ck_assert_uint_eq(r.count, 0);
+	ck_assert(!efi_reorder_has(&r, 100 + EFI_REORDER_SLOTS - 1));
+	efi_reorder_free(&r);
+	ck_assert_ptr_null(r.buf);
+}
+END_TEST
+
+START_TEST(reorder_sack_block_across_wrap)
+{
+	struct efi_reorder r;
+	struct efi_pkt ack, parsed;
+	uint8_t buf[256], pkt[8] = { 0 };
+	uint32_t base = 0xfffffe;	/* the window wraps past 0xffffff */
+
+	memset(&r, 0, sizeof(r));
+	memset(&ack, 0, sizeof(ack));
+	ck_assert(!efi_reorder_sack(&r, base, &ack));	/* nothing held: no block */
+	ck_assert_int_eq(efi_reorder_store(&r, base, 0xffffff, pkt, 8), 0);	/* bit 1 */
+	ck_assert_int_eq(efi_reorder_store(&r, base, 0x000002, pkt, 8), 0);	/* bit 4 */
+	ck_assert_int_eq(efi_reorder_store(&r, base, 0x000008, pkt, 8), 0);	/* bit 10 */
+	ck_assert(efi_reorder_sack(&r, base, &ack));
+	ck_assert_uint_eq(ack.sack.base_psn, base);
+	ck_assert_uint_eq(ack.sack.nbits, 11);
+	ck_assert_uint_eq(ack.sack.bitmap[0], 0x12);
+	ck_assert_uint_eq(ack.sack.bitmap[1], 0x04);
+	/* It is a block the wire format accepts, byte for byte. */
+	ack.opcode = EFI_OP_ACK;
+	ack.psn = efi_psn_add(base, EFI_PSN_MASK);
+	ack.aeth.syndrome = EFI_AETH_ACK | EFI_AETH_CREDITS_NONE;
+	size_t n = efi_pkt_build_hdr(buf, sizeof(buf), &ack);
+	ck_assert_uint_eq(n, EFI_BASE_HDR_LEN + EFI_AETH_LEN + EFI_TSE_LEN + EFI_SACK_LEN);
+	ck_assert_int_eq(efi_pkt_parse(buf, n, &parsed), 0);
+	ck_assert_int_eq(memcmp(parsed.sack.bitmap, ack.sack.bitmap, sizeof(ack.sack.bitmap)), 0);
+	/* A Read at base took 5 PSNs: anything held in them is forgotten. */
+	efi_reorder_remove_range(&r, base, efi_psn_add(base, 5));
+	ck_assert_uint_eq(r.count, 1);
+	ck_assert(efi_reorder_has(&r, 0x000008));
+	efi_reorder_free(&r);
+}
+END_TEST
+
+/* ---- requester scoreboard over a bare QP ---- */
+
+struct bare {
+	struct efi_context_int ctx;
+	struct efi_qp_int qp;
+};
+
+static struct bare *bare_new(uint64_t now)
+{
+	struct bare *b = calloc(1, sizeof(*b));
+	ck_assert_ptr_nonnull(b);
+	efi_cc_params_default(&b->ctx.ccp);
+	b->ctx.ccp.init_cwnd = 64;
+	b->qp.ctx = &b->ctx;
+	b->qp.txrec = calloc(EFI_TXREC_SLOTS, sizeof(*b->qp.txrec));
+	ck_assert_ptr_nonnull(b->qp.txrec);
+	b->qp.snd_una = b->qp.snd_nxt = b->qp.snd_max = 1000;
+	efi_retx_init(&b->qp, now);
+	return b;
+}
+
+static void bare_free(struct bare *b)
+{
+	free(b->qp.txrec);
+	free(b);
+}
+
+/* Sends PSN psn (one packet) at time t on the QP's current path. */
+static void send_one(struct efi_qp_int *qp, uint32_t psn, uint64_t t)
+{
+	struct efi_txrec *r = &qp->txrec[psn & (EFI_TXREC_SLOTS - 1)];
+	if (r->psn != psn || !r->tx_ns) {
+		memset(r, 0, sizeof(*r));
+		r->psn = psn;
+	}
+	r->tx_ns = t;
+	r->npsn = 1;
+	efi_retx_on_send(qp, r, t);
+	if (psn == qp->snd_nxt)
+		qp->snd_nxt = efi_psn_add(psn, 1);
+	if (efi_psn_after(qp->snd_nxt, qp->snd_max))
+		qp->snd_max = qp->snd_nxt;
+}
+
+/* An ACK for everything before una, SACKing the PSNs in sacked[], echoing
+ * the send time echo on path 0, arriving at now. */
+static void ack(struct efi_qp_int *qp, uint32_t una, const uint32_t *sacked, unsigned n, uint64_t echo,
+		uint64_t now)
+{
+	struct efi_pkt p;
+	uint32_t old = qp->snd_una;
+
+	memset(&p, 0, sizeof(p));
+	p.opcode = EFI_OP_ACK;
+	p.hdrs = EFI_HDR_AETH;
+	p.psn = efi_psn_add(una, EFI_PSN_MASK);
+	p.ts_echo = echo;
+	if (n) {
+		p.hdrs |= EFI_HDR_SACK;
+		p.sack.base_psn = una;
+		for (unsigned i = 0; i < n; i++) {
+			unsigned k = (unsigned)efi_psn_diff(sacked[i], una);
+			p.sack.bitmap[k / 8] |= (uint8_t)(1u << (k % 8));
+			if (k + 1 > p.sack.nbits)
+				p.sack.nbits = (uint16_t)(k + 1);
+		}
+	}
+	qp->snd_una = una;
+	if (efi_psn_after(una, old))
+		efi_retx_acked(qp, old, una);
+	efi_retx_sack(qp, &p);
+	efi_retx_after_response(qp, &p, now);
+}
+
+static uint8_t state(struct efi_qp_int *qp, uint32_t psn)
+{
+	return qp->txrec[psn & (EFI_TXREC_SLOTS - 1)].state;
+}
+
+START_TEST(sack_then_only_the_hole_is_lost)
+{
+	uint64_t t = 1000000 * US;
+	struct bare *b = bare_new(t);
+	struct efi_qp_int *qp = &b->qp;
+	uint32_t psn, lost;
+
+	/* Warm the RTT estimate: 50 µs. */
+	for (int i = 0; i < 20; i++) {
+		send_one(qp, qp->snd_nxt, t);
+		ack(qp, qp->snd_nxt, NULL, 0, t, t + 50 * US);
+		t += 100 * US;
+	}
+	ck_assert_uint_eq(qp->pipe, 0);
+	/* 10 packets, 1 µs apart; the third is lost. */
+	uint32_t first = qp->snd_nxt;
+	for (int i = 0; i < 10; i++)
+		send_one(qp, efi_psn_add(first, (uint32_t)i), t + (uint64_t)i * US);
+	ck_assert_uint_eq(qp->pipe, 10);
+	/* ACK of the first two, SACK of 4 … 10, caused by the last one. */
+	uint32_t sacked[7];
+	for (int i = 0; i < 7; i++)
+		sacked[i] = efi_psn_add(first, 3 + (uint32_t)i);
+	ack(qp, efi_psn_add(first, 2), sacked, 7, t + 9 * US, t + 60 * US);
+	ck_assert_uint_eq(state(qp, efi_psn_add(first, 5)), EFI_TX_SACKED);
+	ck_assert_uint_eq(state(qp, first), EFI_TX_NONE);	/* acknowledged */
+	/* Within the reordering window: still in flight (reordering is not
+	 * loss), with a timer for when it would be. */
+	ck_assert_uint_eq(state(qp, efi_psn_add(first, 2)), EFI_TX_INFLIGHT);
+	ck_assert_uint_eq(qp->pipe, 1);
+	ck_assert(!efi_retx_next_lost(qp, &lost));
+	ck_assert_uint_ne(qp->rack_deadline_ns, 0);
+	/* The reordering timer fires: only the hole is lost. */
+	efi_retx_timers(qp, qp->rack_deadline_ns);
+	ck_assert_uint_eq(state(qp, efi_psn_add(first, 2)), EFI_TX_LOST);
+	ck_assert_uint_eq(qp->cnt.fast_retransmits, 1);
+	ck_assert_uint_eq(qp->pipe, 0);
+	ck_assert(efi_retx_next_lost(qp, &lost));
+	ck_assert_uint_eq(lost, efi_psn_add(first, 2));
+	/* Retransmitted: counted once, in flight again, and no other packet
+	 * is lost. */
+	psn = lost;
+	send_one(qp, psn, t + 200 * US);
+	ck_assert_uint_eq(qp->cnt.retransmissions, 1);
+	ck_assert_uint_eq(qp->paths[0].retransmissions, 1);
+	ck_assert_uint_eq(state(qp, psn), EFI_TX_INFLIGHT);
+	ck_assert(!efi_retx_next_lost(qp, &lost));
+	/* Its ACK covers all ten. */
+	ack(qp, efi_psn_add(first, 10), NULL, 0, t + 200 * US, t + 250 * US);
+	ck_assert_uint_eq(qp->pipe, 0);
+	ck_assert_uint_eq(qp->paths[0].inflight, 0);
+	bare_free(b);
+}
+END_TEST
+
+START_TEST(sack_outside_window_ignored)
+{
+	uint64_t t = 1000 * US;
+	struct bare *b = bare_new(t);
+	struct efi_qp_int *qp = &b->qp;
+	struct efi_pkt p;
+
+	for (int i = 0; i < 4; i++)
+		send_one(qp, qp->snd_nxt, t);
+	memset(&p, 0, sizeof(p));
+	p.hdrs = EFI_HDR_SACK;
+	p.sack.base_psn = efi_psn_add(qp->snd_nxt, 0);	/* nothing sent there yet */
+	p.sack.nbits = 256;
+	memset(p.sack.bitmap, 0xff, sizeof(p.sack.bitmap));
+	efi_retx_sack(qp, &p);
+	ck_assert_uint_eq(qp->pipe, 4);
+	p.sack.base_psn = efi_psn_add(qp->snd_una, EFI_PSN_MASK - 255);	/* all before snd_una */
+	efi_retx_sack(qp, &p);
+	ck_assert_uint_eq(qp->pipe, 4);
+	bare_free(b);
+}
+END_TEST
+
+START_TEST(tail_loss_probe)
+{
+	uint64_t t = 1000000 * US;
+	struct bare *b = bare_new(t);
+	struct efi_qp_int *qp = &b->qp;
+	uint32_t lost, first;
+
+	for (int i = 0; i < 20; i++) {
+		send_one(qp, qp->snd_nxt, t);
+		ack(qp, qp->snd_nxt, NULL, 0, t, t + 50 * US);
+		t += 100 * US;
+	}
+	/* The last three packets of a burst are lost: no later packet can
+	 * reveal them. */
+	first = qp->snd_nxt;
+	qp->silent_since_ns = t;	/* as the transmit path does when work starts from idle */
+	for (int i = 0; i < 3; i++)
+		send_one(qp, efi_psn_add(first, (uint32_t)i), t);
+	uint64_t pto = 2 * qp->paths[0].rtt.srtt_ns;
+	if (pto < b->ctx.ccp.tlp_min_ns)
+		pto = b->ctx.ccp.tlp_min_ns;
+	efi_retx_timers(qp, t + pto - 1);
+	ck_assert(!efi_retx_next_lost(qp, &lost));
+	efi_retx_timers(qp, t + pto);
+	ck_assert_uint_eq(qp->cnt.tail_probes, 1);
+	ck_assert(qp->tlp_pending);
+	ck_assert(efi_retx_next_lost(qp, &lost));
+	ck_assert_uint_eq(lost, first);	/* the oldest goes first */
+	send_one(qp, lost, t + pto);
+	ck_assert(!qp->tlp_pending);
+	/* The probe's ACK (SACKless: the others are lost) says the probe
+	 * arrived after the other two were sent: they are lost too. */
+	ack(qp, efi_psn_add(first, 1), NULL, 0, t + pto, t + pto + 50 * US);
+	efi_retx_timers(qp, t + pto + 200 * US);
+	ck_assert_uint_eq(state(qp, efi_psn_add(first, 1)), EFI_TX_LOST);
+	ck_assert_uint_eq(state(qp, efi_psn_add(first, 2)), EFI_TX_LOST);
+	bare_free(b);
+}
+END_TEST
+
+START_TEST(rewind_keeps_sacked)
+{
+	uint64_t t = 1000 * US;
+	struct bare *b = bare_new(t);
+	struct efi_qp_int *qp = &b->qp;
+	uint32_t first = qp->snd_nxt, s = efi_psn_add(first, 2);
+
+	for (int i = 0; i < 5; i++)
+		send_one(qp, qp->snd_nxt, t);
+	ack(qp, first, &s, 1, 0, t + 10 * US);
+	ck_assert_uint_eq(qp->pipe, 4);
+	/* Going back (a timeout, a NAK): everything from there is to be sent
+	 * again in sequence, except what the responder holds. */
+	efi_retx_rewind(qp, first);
+	ck_assert_uint_eq(qp->snd_nxt, first);
+	ck_assert_uint_eq(qp->pipe, 0);
+	ck_assert_uint_eq(state(qp, s), EFI_TX_SACKED);
+	ck_assert_uint_eq(state(qp, first), EFI_TX_NONE);
+	/* Going back never moves snd_nxt forward. */
+	efi_retx_rewind(qp, efi_psn_add(first, 3));
+	ck_assert_uint_eq(qp->snd_nxt, first);
+	bare_free(b);
+}
+END_TEST
+
+START_TEST(unsent_is_not_a_retransmission)
+{
+	uint64_t t = 1000 * US;
+	struct bare *b = bare_new(t);
+	struct efi_qp_int *qp = &b->qp;
+	uint32_t psn = qp->snd_nxt, lost;
+
+	send_one(qp, psn, t);
+	efi_retx_unsent(qp, psn);	/* the socket refused it */
+	ck_assert_uint_eq(qp->pipe, 0);
+	ck_assert(efi_retx_next_lost(qp, &lost));
+	ck_assert_uint_eq(lost, psn);
+	send_one(qp, psn, t + 1);
+	ck_assert_uint_eq(qp->cnt.retransmissions, 0);	/* its first time on the wire */
+	send_one(qp, psn, t + 2);
+	ck_assert_uint_eq(qp->cnt.retransmissions, 1);
+	bare_free(b);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("sack");
+	TCase *t = tcase_create("reorder");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(t, reorder_window_and_duplicates);
+	tcase_add_test(t, reorder_sack_block_across_wrap);
+	suite_add_tcase(s, t);
+	t = tcase_create("scoreboard");
+	tcase_add_test(t, sack_then_only_the_hole_is_lost);
+	tcase_add_test(t, sack_outside_window_ignored);
+	tcase_add_test(t, tail_loss_probe);
+	tcase_add_test(t, rewind_keeps_sacked);
+	tcase_add_test(t, unsent_is_not_a_retransmission);
+	suite_add_tcase(s, t);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
