@@ -14,6 +14,7 @@
 
 #include "common/ctlclient.h"
 #include "efi_int.h"
+#include "lease.h"
 
 #define CTL_TIMEOUT_MS 5000
 
@@ -315,6 +316,7 @@ struct efi_context *efi_open_device(struct efi_device *device)
 		goto fail;
 	}
 	efi_counters_publish_open(ctx_of(ctx), c);
+	ctx_of(ctx)->lease = efi_lease_start(ctx_of(ctx), fd);
 	return ctx;
 fail:
 	ctl_client_close(c);
@@ -335,6 +337,8 @@ int efi_close_device(struct efi_context *context)
 	pthread_mutex_unlock(&ctx->obj_lock);
 	if (busy)
 		return EBUSY;
+	efi_lease_stop(ctx->lease);	/* ends the lease */
+	ctx->lease = NULL;
 	efi_progress_stop(ctx);
 	efi_counters_publish_close(ctx);
 	efi_wire_destroy(ctx->wire);

@@ -152,6 +152,7 @@ struct efi_context_int {
 	bool progress_running;
 	int stop_fd;			/* eventfd: tells the progress thread to quit */
 	_Atomic uint64_t app_active_ns;	/* last time efi_poll_cq ran the transport (relaxed) */
+	struct efi_lease *lease;		/* lease.c: efid restarts, revoke, quota; or NULL */
 	struct efi_countershm *cshm;	/* counters page efid reads, or NULL (counters.c) */
 	uint64_t cshm_next_ns;		/* progress thread only: next publication */
 	_Atomic bool stopping;

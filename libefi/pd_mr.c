@@ -11,6 +11,7 @@
 #include <sys/random.h>
 
 #include "efi_int.h"
+#include "lease.h"
 
 /* Takes ctx->obj_lock. */
 struct efi_pd *efi_alloc_pd(struct efi_context *context)
@@ -156,8 +157,14 @@ struct efi_mr *efi_reg_mr(struct efi_pd *pd, void *addr, size_t length, int acce
 		return NULL;
 	}
 	ctx = ctx_of(pd->context);
+	int quota = efi_lease_reserve_mr(ctx->lease, length);
+	if (quota) {
+		errno = quota;
+		return NULL;
+	}
 	mr = calloc(1, sizeof(*mr));
 	if (!mr) {
+		efi_lease_release_mr(ctx->lease, length);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -173,6 +180,7 @@ struct efi_mr *efi_reg_mr(struct efi_pd *pd, void *addr, size_t length, int acce
 	if ((ctx->mr_count + 1) * 2 > ctx->mr_cap && mr_table_grow(ctx) < 0) {
 		pthread_mutex_unlock(&ctx->lock);
 		free(mr);
+		efi_lease_release_mr(ctx->lease, length);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -180,6 +188,7 @@ struct efi_mr *efi_reg_mr(struct efi_pd *pd, void *addr, size_t length, int acce
 		if (getrandom(&key, sizeof(key), 0) != sizeof(key)) {
 			pthread_mutex_unlock(&ctx->lock);
 			free(mr);
+			efi_lease_release_mr(ctx->lease, length);
 			errno = EAGAIN;
 			return NULL;
 		}
@@ -206,6 +215,8 @@ int efi_dereg_mr(struct efi_mr *pub)
 	mr_table_remove(ctx, mr->pub.rkey);
 	pthread_mutex_unlock(&ctx->lock);
 	atomic_fetch_sub(&((struct efi_pd_int *)mr->pub.pd)->users, 1);
+	size_t len = mr->pub.length;
 	free(mr);
+	efi_lease_release_mr(ctx->lease, len);
 	return 0;
 }

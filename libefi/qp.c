@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "efi_int.h"
+#include "lease.h"
 
 static uint32_t pow2_at_least(uint32_t n)
 {
@@ -85,14 +86,21 @@ struct efi_qp *efi_create_qp(struct efi_pd *pd, struct efi_qp_init_attr *ia)
 		cap.max_send_sge = 1;
 	if (cap.max_recv_sge == 0)
 		cap.max_recv_sge = 1;
+	int quota = efi_lease_reserve_qp(ctx->lease);
+	if (quota) {
+		errno = quota;
+		return NULL;
+	}
 	qp = calloc(1, sizeof(*qp));
 	if (!qp) {
+		efi_lease_release_qp(ctx->lease);
 		errno = ENOMEM;
 		return NULL;
 	}
 	if (qp_alloc_queues(qp, &cap) < 0) {
 		qp_free_queues(qp);
 		free(qp);
+		efi_lease_release_qp(ctx->lease);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -114,6 +122,7 @@ struct efi_qp *efi_create_qp(struct efi_pd *pd, struct efi_qp_init_attr *ia)
 		pthread_mutex_unlock(&ctx->lock);
 		qp_free_queues(qp);
 		free(qp);
+		efi_lease_release_qp(ctx->lease);
 		errno = ENOSPC;	/* TODO: ask efid for another port block */
 		return NULL;
 	}
@@ -457,6 +466,7 @@ int efi_destroy_qp(struct efi_qp *pub)
 	atomic_fetch_sub(&((struct efi_cq_int *)qp->pub.recv_cq)->users, 1);
 	qp_free_queues(qp);
 	free(qp);
+	efi_lease_release_qp(ctx->lease);
 	return 0;
 }
 
