@@ -135,6 +135,9 @@ enum efi_ctl_attr {
 	EFI_A_RES_BYTES = 72,   /* u64: registered memory */
 	EFI_A_LEASES = 73,      /* u32, in IFACE: libefi contexts holding an endpoint on it
 	                           (IFACE also carries RES_QPS: the QPs they hold) */
+	/* OPEN_DEVICE reply */
+	EFI_A_CC_PARAMS = 74,   /* string: efid.conf [CongestionControl] as libefi's
+				 * "key=value,..." spec (libefi/cc.h); absent = defaults */
 	EFI_A_MAX,
 };
 

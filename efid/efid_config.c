@@ -13,6 +13,7 @@
 #include "ifacespec.h"
 #include "ini.h"
 #include "log.h"
+#include "libefi/cc.h"
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -271,6 +272,78 @@ static int limits_key(struct efid_config *c, const char *key, const char *value,
 	return -EINVAL;
 }
 
+/* [CongestionControl]: efid.conf's names for libefi's parameters (cc.h). */
+static const struct {
+	const char *key;	/* in efid.conf */
+	const char *spec;	/* in libefi's spec */
+	const char *what;
+} cc_keys[] = {
+	{ "TargetDelayUs", "target_us", "the delay target, in µs (> 0)" },
+	{ "AdditiveIncrease", "ai", "packets added to the window per RTT" },
+	{ "Beta", "beta", "the decrease per unit of excess delay (0..1)" },
+	{ "MaxDecrease", "max_mdf", "the largest decrease at once (0..1, below 1)" },
+	{ "LossDecrease", "loss_mdf", "the decrease on heavy loss (0..1, below 1)" },
+	{ "LossThreshold", "loss_thresh", "the share of an RTT's packets lost that counts as congestion (0..1)" },
+	{ "MinWindow", "min_cwnd", "packets (> 0; below 1 the sender paces)" },
+	{ "MaxWindow", "max_cwnd", "packets" },
+	{ "InitialWindow", "init_cwnd", "packets, between MinWindow and MaxWindow" },
+	{ "MinRtoUs", "min_rto_us", "the floor of the retransmission timeout, in µs" },
+	{ "TailProbeMinUs", "tlp_min_us", "the floor of the tail-loss probe timer, in µs" },
+	{ "ReorderMinUs", "reo_min_us", "the floor of the reordering window, in µs" },
+	{ "SuspectRtts", "suspect_rtts", "silent RTTs before a path is suspected (> 0)" },
+	{ "SuspectMinUs", "suspect_min_us", "the earliest a silent path is suspected, in µs" },
+	{ "SuspectMaxUs", "suspect_max_us", "the latest a silent path is suspected, in µs" },
+	{ "ProbeIntervalUs", "probe_interval_us", "how often a suspected path is probed, in µs" },
+};
+
+static int cc_key(struct efid_config *c, const char *key, const char *value, char *err,
+		  size_t errlen)
+{
+	for (size_t i = 0; i < sizeof(cc_keys) / sizeof(cc_keys[0]); i++) {
+		if (strcasecmp(key, cc_keys[i].key) != 0)
+			continue;
+		char one[160];
+		struct efi_cc_params p;
+		efi_cc_params_default(&p);
+		size_t used = strlen(c->cc_spec);
+		int n = snprintf(one, sizeof(one), "%s=%s", cc_keys[i].spec, value);
+		if (n < 0 || (size_t)n >= sizeof(one) || efi_cc_param_set(&p, cc_keys[i].spec, value)) {
+			set_err(err, errlen, "%s='%.32s' is invalid: %s", cc_keys[i].key, value,
+				cc_keys[i].what);
+			return -EINVAL;
+		}
+		if (used + (used > 0) + (size_t)n >= sizeof(c->cc_spec)) {
+			set_err(err, errlen, "[CongestionControl] is too long");
+			return -EINVAL;
+		}
+		snprintf(c->cc_spec + used, sizeof(c->cc_spec) - used, "%s%s", used ? "," : "", one);
+		return 0;
+	}
+	set_err(err, errlen,
+		"unknown key %.64s= in [CongestionControl]; known keys: TargetDelayUs, "
+		"AdditiveIncrease, Beta, MaxDecrease, LossDecrease, LossThreshold, MinWindow, "
+		"MaxWindow, InitialWindow, MinRtoUs, TailProbeMinUs, ReorderMinUs, SuspectRtts, "
+		"SuspectMinUs, SuspectMaxUs, ProbeIntervalUs",
+		key);
+	return -EINVAL;
+}
+
+/* The keys of [CongestionControl] must also agree with each other
+ * (MinWindow <= InitialWindow <= MaxWindow, SuspectMinUs <= SuspectMaxUs). */
+static int check_cc(const struct efid_config *c, const char *name, char *err, size_t errlen)
+{
+	struct efi_cc_params p;
+	efi_cc_params_default(&p);
+	if (c->cc_spec[0] && efi_cc_params_parse(&p, c->cc_spec)) {
+		set_err(err, errlen,
+			"%s: [CongestionControl] values contradict each other (%.200s): "
+			"MinWindow <= InitialWindow <= MaxWindow and SuspectMinUs <= SuspectMaxUs",
+			name, c->cc_spec);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* The CM port must not be one a wire endpoint can be bound to. */
 static int check_ports(const struct efid_config *c, const char *name, char *err, size_t errlen)
 {
@@ -300,9 +373,11 @@ static int config_cb(void *userdata, const char *section, const char *key, const
 		return cm_key(c, key, value, err, errlen);
 	if (strcasecmp(section, "Limits") == 0)
 		return limits_key(c, key, value, err, errlen);
+	if (strcasecmp(section, "CongestionControl") == 0)
+		return cc_key(c, key, value, err, errlen);
 	if (section[0])
 		set_err(err, errlen,
-			"unknown section [%.64s]; known sections: Daemon, Control, Interfaces, Transport, ConnectionManager, Limits",
+			"unknown section [%.64s]; known sections: Daemon, Control, Interfaces, Transport, ConnectionManager, Limits, CongestionControl",
 			section);
 	else
 		set_err(err, errlen, "%.64s= outside a section; put it under [Daemon], "
@@ -320,6 +395,8 @@ int efid_config_parse(struct efid_config *c, const char *name, const char *text,
 	if (r == 0)
 		r = check_ports(&tmp, name, err, errlen);
 	if (r == 0)
+		r = check_cc(&tmp, name, err, errlen);
+	if (r == 0)
 		*c = tmp;
 	return r;
 }
@@ -336,6 +413,8 @@ int efid_config_load(struct efid_config *c, const char *path, bool missing_ok, c
 	}
 	if (r == 0)
 		r = check_ports(&tmp, path, err, errlen);
+	if (r == 0)
+		r = check_cc(&tmp, path, err, errlen);
 	if (r == 0)
 		*c = tmp;
 	return r;

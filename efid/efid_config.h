@@ -45,6 +45,9 @@ struct efid_config {
 	/* [Limits], per instance; 0 = unlimited */
 	uint32_t max_qps, max_mrs, max_listeners;
 	uint64_t max_registered_bytes;
+	/* [CongestionControl] as libefi's spec "key=value,..." (libefi/cc.h),
+	 * handed to every context at OPEN_DEVICE; "" = libefi's defaults. */
+	char cc_spec[512];
 };
 
 #define EFID_CM_PORT_DEFAULT 19999u

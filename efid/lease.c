@@ -279,6 +279,8 @@ static void put_reply(struct efid *d, struct ctl_buf *b, const struct store_ifac
 	ctl_put_u32(b, EFI_A_PORT_BASE, d->config.port_base);
 	ctl_put_u32(b, EFI_A_QPN_BASE, slot << LEASE_SLOT_BITS);
 	ctl_put_u32(b, EFI_A_QPN_COUNT, LEASE_QPNS_PER_SLOT);
+	if (d->config.cc_spec[0])
+		ctl_put_str(b, EFI_A_CC_PARAMS, d->config.cc_spec);
 }
 
 int lease_open_device(struct efid *d, struct lease *l, const struct peer *p, const char *ifname,

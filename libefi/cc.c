@@ -76,6 +76,13 @@ static int set_field(struct efi_cc_params *p, const char *key, size_t klen, cons
 	return 0;
 }
 
+int efi_cc_param_set(struct efi_cc_params *p, const char *key, const char *value)
+{
+	if (strchr(value, ','))
+		return EINVAL;
+	return set_field(p, key, strlen(key), value);
+}
+
 int efi_cc_params_parse(struct efi_cc_params *out, const char *spec)
 {
 	struct efi_cc_params p = *out;

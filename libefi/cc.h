@@ -15,7 +15,8 @@
  * retransmission timeout.
  *
  * Pure functions: the caller passes the clock and the RTT.  Parameters come
- * from efid.conf (the lead wires the keys) or EFI_CC for experiments.
+ * from efid.conf ([CongestionControl], via OPEN_DEVICE) or EFI_CC for
+ * experiments.
  */
 #ifndef EFI_LIBEFI_CC_H
 #define EFI_LIBEFI_CC_H
@@ -50,6 +51,11 @@ void efi_cc_params_default(struct efi_cc_params *p);
  * or EINVAL (unknown key, bad number, inconsistent values) leaving *p
  * unchanged. */
 int efi_cc_params_parse(struct efi_cc_params *p, const char *spec);
+
+/* Sets one field by its spec key without checking it against the others
+ * (efid checks efid.conf key by key, then the whole with
+ * efi_cc_params_parse).  Returns 0, or EINVAL (unknown key, bad number). */
+int efi_cc_param_set(struct efi_cc_params *p, const char *key, const char *value);
 
 struct efi_cc {
 	double cwnd;			/* packets */

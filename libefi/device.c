@@ -160,9 +160,15 @@ struct efi_context *efi_context_create(struct efi_wire *wire, const struct efi_c
 	ctx->p = *p;
 	if (!ctx->p.link_mtu)
 		ctx->p.link_mtu = 1500;
-	/* Congestion-control parameters: the defaults, then $EFI_CC for
-	 * experiments ("target_us=200,ai=1", cc.h); a bad spec fails. */
+	/* Congestion-control parameters: the defaults, then efid.conf's
+	 * [CongestionControl] (efid validated it with the same parser; one
+	 * that still fails can only come from an efid newer than this
+	 * library, and then the defaults stand rather than failing every
+	 * open), then $EFI_CC for experiments ("target_us=200,ai=1", cc.h),
+	 * where a bad spec fails the open. */
 	efi_cc_params_default(&ctx->ccp);
+	if (ctx->p.cc_spec[0])
+		(void)efi_cc_params_parse(&ctx->ccp, ctx->p.cc_spec);
 	{
 		const char *spec = getenv("EFI_CC");
 		if (spec && *spec && efi_cc_params_parse(&ctx->ccp, spec)) {
@@ -212,6 +218,9 @@ static int parse_open_reply(const struct ctl_reply *rep, struct efi_ctx_params *
 		switch (a.type) {
 		case EFI_A_INSTANCE:
 			copy_str(p->instance, sizeof(p->instance), &a);
+			break;
+		case EFI_A_CC_PARAMS:
+			copy_str(p->cc_spec, sizeof(p->cc_spec), &a);
 			break;
 		case EFI_A_IFINDEX:
 			if (ctl_attr_u32(&a, &v) == 0)

@@ -107,6 +107,8 @@ struct efi_ctx_params {
 	uint32_t qpn_base;	/* slot << 12 */
 	int ngids;
 	union efi_gid gids[8];
+	/* Congestion-control spec from efid.conf ("" = defaults), cc.h. */
+	char cc_spec[512];
 };
 
 struct efi_countershm;

@@ -64,12 +64,13 @@ dp_one_host() {
 }
 
 # Two hosts: two efid with their own state and runtime directories, each
-# with its instance, joined by one bridge.
+# with its instance, joined by one bridge.  The arrays DP_CONF_ONE and
+# DP_CONF_TWO add Section.Key=Value settings to each efid.conf.
 dp_two_hosts() {
 	_dp_instances
-	efid_start one
+	efid_start one ${DP_CONF_ONE[@]+"${DP_CONF_ONE[@]}"}
 	assert_exit 0 ctl_on one attach "$A" --name efi0 --address "$IP_A/24" --uplink "$BR"
-	efid_start two
+	efid_start two ${DP_CONF_TWO[@]+"${DP_CONF_TWO[@]}"}
 	assert_exit 0 ctl_on two attach "$B" --name efi0 --address "$IP_B/24" --uplink "$BR"
 	SOCK_A=${EFID_SOCK[one]}
 	SOCK_B=${EFID_SOCK[two]}

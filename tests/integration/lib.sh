@@ -309,7 +309,7 @@ efid_config() {
 		cfg[${kv%%=*}]=${kv#*=}
 	done
 	: >"$d/efid.conf"
-	for sec in Daemon Control Interfaces; do
+	for sec in Daemon Control Interfaces Transport ConnectionManager Limits CongestionControl; do
 		local lines=""
 		for key in "${!cfg[@]}"; do
 			[ "${key%%.*}" = "$sec" ] && lines+="${key#*.}=${cfg[$key]}"$'\n'

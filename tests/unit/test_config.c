@@ -153,6 +153,36 @@ START_TEST(port_base)
 }
 END_TEST
 
+/* [CongestionControl] becomes libefi's spec; bad values, unknown keys and
+ * contradicting values are refused with the key's name and change nothing. */
+START_TEST(congestion_control)
+{
+	struct efid_config c;
+	char err[256];
+	efid_config_defaults(&c);
+	ck_assert_str_eq(c.cc_spec, "");
+	ck_assert_int_eq(parse(&c, "[CongestionControl]\nTargetDelayUs=300\nMaxWindow=16\n"
+				   "InitialWindow=8\nbeta=0.5\n",
+			       err, sizeof(err)),
+			 0);
+	ck_assert_str_eq(c.cc_spec, "target_us=300,max_cwnd=16,init_cwnd=8,beta=0.5");
+
+	ck_assert_int_eq(parse(&c, "[CongestionControl]\nTargetDelayUs=abc\n", err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "TargetDelayUs='abc' is invalid"));
+	ck_assert_int_eq(parse(&c, "[CongestionControl]\nBeta=1,ai=9\n", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(parse(&c, "[CongestionControl]\nAi=-1\n", err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(parse(&c, "[CongestionControl]\nWindow=4\n", err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "unknown key Window= in [CongestionControl]"));
+	/* Each value alone is fine; together they contradict. */
+	ck_assert_int_eq(parse(&c, "[CongestionControl]\nMaxWindow=4\nMinWindow=8\n", err,
+			       sizeof(err)),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "contradict"));
+	ck_assert_str_eq(c.cc_spec, "target_us=300,max_cwnd=16,init_cwnd=8,beta=0.5");
+}
+END_TEST
+
 START_TEST(nul_byte)
 {
 	struct efid_config c;
@@ -224,6 +254,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, hostile);
 	tcase_add_test(tc, nul_byte);
 	tcase_add_test(tc, port_base);
+	tcase_add_test(tc, congestion_control);
 	tcase_add_test(tc, load_files);
 	suite_add_tcase(s, tc);
 	return s;

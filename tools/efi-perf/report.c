@@ -132,6 +132,24 @@ void report_footer(const struct perf_ctx *pc)
 		       (unsigned long long)sum.retransmissions, (unsigned long long)sum.timeouts,
 		       (unsigned long long)sum.duplicates, (unsigned long long)sum.rnr_naks_received,
 		       (unsigned long long)sum.seq_naks_received, (unsigned long long)sum.drops);
+		/* each path of each QP: what loss recovery and congestion
+		 * control saw (RTT, window, resends, suspicions) */
+		for (int i = 0; i < pc->num_qps; i++) {
+			struct efi_counters c;
+
+			if (efi_query_qp_counters(pc->qps[i].qp, &c))
+				continue;
+			printf(" qp %d: %llu fast retransmits, %llu tail probes\n", i,
+			       (unsigned long long)c.fast_retransmits, (unsigned long long)c.tail_probes);
+			for (unsigned k = 0; k < c.num_paths && k < EFI_COUNTERS_PATHS; k++)
+				printf(" qp %d path %u: rtt min %.1f us smoothed %.1f us, window %.2f packets,"
+				       " %llu retransmitted, %llu suspected, %llu restored\n",
+				       i, k, c.paths[k].rtt_min_ns / 1e3, c.paths[k].rtt_smoothed_ns / 1e3,
+				       c.paths[k].cwnd_milli / 1000.0,
+				       (unsigned long long)c.paths[k].retransmissions,
+				       (unsigned long long)c.paths[k].suspected,
+				       (unsigned long long)c.paths[k].restored);
+		}
 		printf(RULE);
 		return;
 	}
