@@ -1,0 +1,150 @@
+# shellcheck shell=bash
+# Helpers of the lossy-network tests (tests/lossy/t-lossy-*.sh), on top of
+# the testbed (tests/testbed/testbed.sh, docs/testbed.md):
+#
+#     . "$(dirname "$0")/lib.sh"
+#     lossy_init TAG            # tb_test_init + lossy-test + the profile
+#     tb_up 2 1 2 off           # host 1 runs the servers, host 2 the clients
+#     lossy_pair NAME MODE PORT [lossy-test options]   # server + client
+#     lossy_wait_started NAME   # its traffic runs
+#     lossy_finish NAME         # both must exit 0; their output on the log
+#     lossy_result NAME KEY     # a value of the client's RESULT line
+#
+# Servers run in instance a of host 1, clients (the requesters) in instance
+# a of host 2, so data goes host 2 -> fabric -> host 1.
+#
+# LOSSY_PROFILE: "sanitize" when lossy-test is built with AddressSanitizer,
+# or when EFI_TEST_PROFILE says so; "normal" otherwise.  Tests size their
+# work by it (scripts/test.sh runs the suite in both builds).
+# shellcheck source=tests/testbed/testbed.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../testbed/testbed.sh"
+
+: "${LOSSY_TEST:=$top_builddir/tests/lossy/lossy-test}"
+# Seconds one lossy-test process may run before it counts as a hang.
+: "${LOSSY_TIMEOUT:=300}"
+
+declare -A LOSSY_SPID=() LOSSY_CPID=()
+
+lossy_init() {
+	tb_test_init "$1"
+	[ -x "$LOSSY_TEST" ] || fail "lossy-test not built at $LOSSY_TEST"
+	LOSSY_PROFILE=${EFI_TEST_PROFILE:-$("$LOSSY_TEST" build)}
+	case $LOSSY_PROFILE in
+	normal | sanitize) ;;
+	*) fail "EFI_TEST_PROFILE '$LOSSY_PROFILE': normal or sanitize" ;;
+	esac
+	log "profile $LOSSY_PROFILE"
+}
+
+# lossy_pair NAME MODE PORT [options]: lossy-test server MODE in host 1,
+# then the client in host 2, both in the background (outputs in
+# $TMPD/NAME.server, $TMPD/NAME.client).  LOSSY_ENV (words NAME=VALUE) goes
+# into both environments; LOSSY_EXTRA (words) after both command lines, to
+# explore (e.g. LOSSY_EXTRA="--window 64").
+lossy_pair() {
+	local name=$1 mode=$2 port=$3
+	shift 3
+	# shellcheck disable=SC2086 # LOSSY_ENV is a list of words
+	tb_exec 1 a ${LOSSY_ENV:-} timeout -k 5 "$LOSSY_TIMEOUT" "$LOSSY_TEST" server "$mode" \
+		-p "$port" "$@" ${LOSSY_EXTRA:-} >"$TMPD/$name.server" 2>&1 &
+	LOSSY_SPID[$name]=$!
+	TRACK_BGPIDS+=("$!")
+	# shellcheck disable=SC2086
+	tb_exec 2 a ${LOSSY_ENV:-} timeout -k 5 "$LOSSY_TIMEOUT" "$LOSSY_TEST" client "$mode" \
+		"$(tb_addr 1 a)" -p "$port" "$@" ${LOSSY_EXTRA:-} >"$TMPD/$name.client" 2>&1 &
+	LOSSY_CPID[$name]=$!
+	TRACK_BGPIDS+=("$!")
+}
+
+_lossy_started() {
+	grep -q '^STARTED' "$TMPD/$1.client" && return 0
+	pid_running "${LOSSY_CPID[$1]}" || pid_running "${LOSSY_SPID[$1]}" || return 0
+	return 1
+}
+
+# lossy_wait_started NAME [MS]: until the client says its traffic runs; a
+# pair that died before that fails here, with its output.
+lossy_wait_started() {
+	wait_for "${2:-20000}" "lossy-test $1 to start" _lossy_started "$1"
+	grep -q '^STARTED' "$TMPD/$1.client" || lossy_finish "$1"
+}
+
+_lossy_show() {
+	[ -s "$1" ] || return 0
+	sed "s/^/    $2: /" "$1"
+}
+
+# lossy_finish NAME: waits for the client, then the server; shows both
+# outputs; fails unless both exited 0.
+lossy_finish() {
+	local name=$1 crc=0 src=0 _i
+	wait "${LOSSY_CPID[$name]}" 2>/dev/null || crc=$?
+	if [ "$crc" != 0 ]; then
+		# a failed client leaves the server waiting: let it notice
+		for _i in $(seq 1 60); do
+			pid_running "${LOSSY_SPID[$name]}" || break
+			sleep 0.05
+		done
+		pid_running "${LOSSY_SPID[$name]}" && kill "${LOSSY_SPID[$name]}" 2>/dev/null
+	fi
+	wait "${LOSSY_SPID[$name]}" 2>/dev/null || src=$?
+	_lossy_show "$TMPD/$name.server" "$name server"
+	_lossy_show "$TMPD/$name.client" "$name client"
+	[ "$crc" != 124 ] || fail "$name: the client was still running after LOSSY_TIMEOUT = $LOSSY_TIMEOUT s: killed (a hang, or far too slow; its progress is above)"
+	[ "$crc" = 0 ] || fail "$name: the client exited $crc (output above)"
+	[ "$src" = 0 ] || fail "$name: the server exited $src (output above)"
+}
+
+# lossy_since_start NAME: seconds from the client's STARTED to now (its
+# clock, to place an event among its "..._at_s" figures)
+lossy_since_start() {
+	local t0
+	t0=$(sed -n 's/^STARTED epoch=//p' "$TMPD/$1.client" | head -n 1)
+	awk -v t0="${t0:-0}" -v now="$EPOCHREALTIME" 'BEGIN {printf "%.2f\n", now - t0}'
+}
+
+# lossy_ports_reset HOST: zero the dropper's counters of HOST's ports
+lossy_ports_reset() {
+	local h=$1 p
+	for ((p = 0; p < TB_PATHS; p++)); do
+		tb_stats_reset "h${h}p$p" rx >/dev/null || fail "tb_stats_reset h${h}p$p rx failed"
+		tb_stats_reset "h${h}p$p" tx >/dev/null || fail "tb_stats_reset h${h}p$p tx failed"
+	done
+}
+
+# lossy_result NAME KEY: KEY's value on the client's RESULT line
+lossy_result() {
+	sed -n 's/^RESULT //p' "$TMPD/$1.client" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
+}
+
+# lossy_busiest_port HOST: the port of HOST that receives the most packets
+# (rx: fabric to host) in half a second: the path a flow uses now.
+lossy_busiest_port() {
+	local h=$1 p best="" most=-1 n
+	lossy_ports_reset "$h"
+	sleep 0.5
+	for ((p = 0; p < TB_PATHS; p++)); do
+		n=$(tb_stats "h${h}p$p" rx | awk '{print $1}')
+		if [ "${n:-0}" -gt "$most" ]; then
+			most=${n:-0}
+			best=h${h}p$p
+		fi
+	done
+	echo "$best"
+}
+
+# lossy_holds VALUE OP LIMIT: true when the two numbers compare so (awk)
+lossy_holds() {
+	[ -n "$1" ] && awk -v v="$1" -v l="$3" "BEGIN {exit !(v $2 l)}"
+}
+
+# lossy_log_ports HOST: packets each port of HOST received (rx) and sent
+# (tx) since the counters were last reset: which paths carried the traffic.
+lossy_log_ports() {
+	local h=$1 p rx tx
+	for ((p = 0; p < TB_PATHS; p++)); do
+		rx=$(tb_stats "h${h}p$p" rx | awk '{print $1}')
+		tx=$(tb_stats "h${h}p$p" tx | awk '{print $1}')
+		log "  port h${h}p$p: $rx packets to host $h, $tx from it"
+	done
+}

@@ -1,0 +1,46 @@
+#!/bin/bash
+# Issue 4: messages of random sizes (0 B … 1 MiB) and every opcode under 5%
+# loss plus reordering and duplication: none lost, duplicated, corrupted or
+# delivered out of order, atomics exact, no QP error (lossy-test integrity,
+# tests/lossy/lossy-integrity.c, says how each is checked).
+#   - loss 5% on both of host 1's ports, both directions: every packet of
+#     either direction crosses exactly one of them, so each is lost with
+#     probability 5%;
+#   - duplication 1% on host 2's ports, both directions;
+#   - reordering: the testbed has none of its own (docs/testbed.md), so
+#     libefi's fault injector holds back 1% of datagrams in both processes
+#     (EFI_FAULT=reorder=0.01), and duplicates reorder a little too.
+# 10^5 messages (about 110 MB; the issue asks 10^6, which at today's rate
+# under 5% loss does not fit CI: LOSSY_MESSAGES=1000000 runs it); 2*10^4
+# under the sanitizers (LOSSY_PROFILE,
+# lib.sh).  LOSSY_MESSAGES, LOSSY_SEED, LOSSY_LOSS, LOSSY_DUP and
+# LOSSY_REORDER override (for exploring the transport).  Root.
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+# shellcheck source=tests/lossy/lib.sh
+. "$(dirname "$0")/lib.sh"
+lossy_init li
+if [ "$LOSSY_PROFILE" = sanitize ]; then def=20000; else def=100000; fi
+MESSAGES=${LOSSY_MESSAGES:-$def}
+SEED=${LOSSY_SEED:-4}
+LOSS=${LOSSY_LOSS:-5%}
+DUP=${LOSSY_DUP:-1%}
+REORDER=${LOSSY_REORDER:-0.01}
+
+tb_up 2 1 2 off
+for p in h1p0 h1p1; do
+	tb_loss "$p" "$LOSS" both || fail "tb_loss $p"
+done
+for p in h2p0 h2p1; do
+	tb_dup "$p" "$DUP" both || fail "tb_dup $p"
+done
+log "$MESSAGES messages, seed $SEED, loss $LOSS on h1p0/h1p1, dup $DUP on h2p0/h2p1, EFI_FAULT reorder $REORDER"
+LOSSY_ENV="EFI_FAULT=reorder=$REORDER,seed=$SEED"
+lossy_pair int integrity 18711 --messages "$MESSAGES" --seed "$SEED" --timeout 30
+lossy_finish int
+for p in h1p0 h1p1 h2p0 h2p1; do
+	for d in tx rx; do
+		read -r pk pd sg sd du <<<"$(tb_stats "$p" "$d")"
+		log "dropper $p $d: $pk packets, dropped $pd, duplicated $du ($sg/$sd segments)"
+	done
+done
+log "integrity: $(lossy_result int messages) messages, $(lossy_result int bytes) bytes in $(lossy_result int seconds) s ($(lossy_result int messages_per_s) messages/s)"
