@@ -235,6 +235,7 @@ struct efi_swqe {
 	/* transport */
 	uint32_t first_psn, npkts;	/* valid once started */
 	uint32_t read_done;		/* Read: bytes received so far */
+	bool resp_done;			/* Read/atomic: answered in full before reaching the head */
 	enum efi_wc_status status;	/* a local error found at post time */
 	bool local_error;
 	uint8_t rnr_tries;
@@ -327,6 +328,13 @@ struct efi_qp_int {
 	uint64_t rnr_until_ns;
 	uint32_t gap_nak_psn;		/* requester: Read response gap handled for */
 	bool gap_nak_valid;
+	/* requester: the highest PSN a plain ACK acknowledged while a Read or
+	 * atomic whose response went missing held snd_una back; applied once
+	 * that response arrives (the responder never goes back on an ACK) */
+	uint32_t ack_high;
+	bool ack_high_valid;
+	uint32_t implied_nak_psn;	/* the Read/atomic (first PSN) asked for again */
+	bool implied_nak_valid;
 	struct efi_txrec *txrec;
 	/* selective retransmission, congestion control, paths (retx.c) */
 	struct efi_path paths[EFI_MAX_PATHS];
@@ -418,6 +426,11 @@ void efi_retx_detect(struct efi_qp_int *qp, uint64_t now);
 void efi_retx_rewind(struct efi_qp_int *qp, uint32_t psn);
 /* An RNR NAK at from: the responder dropped what it held from there on. */
 void efi_retx_unsack(struct efi_qp_int *qp, uint32_t from);
+/* The responder holds [from, to]: delivered, never sent again by RACK. */
+void efi_retx_held(struct efi_qp_int *qp, uint32_t from, uint32_t to);
+/* Send the request at psn again, alone (a Read from the middle of its
+ * chunk gets a record of its own). */
+void efi_retx_resend(struct efi_qp_int *qp, uint32_t psn);
 bool efi_retx_next_lost(struct efi_qp_int *qp, uint32_t *psn);
 void efi_retx_after_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, uint64_t now);
 void efi_retx_timers(struct efi_qp_int *qp, uint64_t now);

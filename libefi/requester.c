@@ -12,7 +12,11 @@
  * are sent again (selectively, from the SACK scoreboard), when (RACK,
  * tail-loss probe, adaptive timeout) and how many may be in flight
  * (congestion window, per path) is retx.c's business; going back
- * (efi_retx_rewind) remains for NAKs, RNR and lost Read responses.
+ * (efi_retx_rewind) remains for NAKs, RNR and timeouts.  A lost Read
+ * response or atomic ACK costs its request alone (efi_retx_resend): responses
+ * are taken per WQE, in order within it, whether or not the WQEs before it
+ * are done, and ACKs that pass a Read or atomic still waiting are kept
+ * (ack_high) until it completes.
  */
 #include <string.h>
 
@@ -114,22 +118,46 @@ static uint32_t wqe_for_psn(struct efi_qp_int *qp, uint32_t psn)
 	return UINT32_MAX;
 }
 
+/* The PSN of the next response a Read or atomic waits for: every Read
+ * response but the last carries a full segment. */
+static uint32_t rd_expected(const struct efi_qp_int *qp, const struct efi_swqe *w)
+{
+	if (w->opcode != EFI_WR_RDMA_READ)
+		return w->first_psn;
+	return efi_psn_add(w->first_psn, w->read_done / qp->seg);
+}
+
 /* Everything up to and including psn a has been acknowledged by an ACK (not
  * a response): completes Sends and Writes; a Read or atomic an ACK passes
  * lost its response, so the requester goes back to it (implied NAK). */
 static void ack_upto(struct efi_qp_int *qp, uint32_t a, uint64_t now)
 {
 	uint32_t una = qp->snd_una;
+	bool implied_nak = false;
 
 	while (qp->sq_head != qp->sq_started) {
 		struct efi_swqe *w = &qp->sq[qp->sq_head];
 		uint32_t last = wqe_last_psn(w);
 
 		if (wqe_is_rd(w)) {
+			uint32_t next;
+			/* Answered while a WQE before it waited. */
+			if (w->resp_done) {
+				qp->snd_una = efi_psn_add(last, 1);
+				pop_head(qp, EFI_WC_SUCCESS);
+				continue;
+			}
+			next = rd_expected(qp, w);
+			if (efi_psn_before(qp->snd_una, next))
+				qp->snd_una = next;
 			if (!efi_psn_before(a, w->first_psn)) {
-				if (efi_psn_before(qp->snd_una, w->first_psn))
-					qp->snd_una = w->first_psn;
-				efi_retx_rewind(qp, qp->snd_una);
+				/* Only the Read or atomic goes again: what
+				 * follows it up to a reached the responder
+				 * (going back over it all, once per ACK in
+				 * flight, was a retransmission storm). */
+				if (efi_psn_after(a, last))
+					efi_retx_held(qp, efi_psn_add(last, 1), a);
+				implied_nak = true;
 			}
 			break;
 		}
@@ -145,14 +173,26 @@ static void ack_upto(struct efi_qp_int *qp, uint32_t a, uint64_t now)
 		qp->snd_nxt = qp->snd_una;
 	if (qp->snd_una != una)
 		progress_made(qp, now);
+	/* Once per Read or atomic: later ACKs, and the responses still on
+	 * their way, do not ask again (a request sent again and lost again
+	 * is RACK's, by its send time; a response lost again leaves a gap). */
+	if (implied_nak) {
+		uint32_t first = qp->sq[qp->sq_head].first_psn;
+		if (!(qp->implied_nak_valid && qp->implied_nak_psn == first)) {
+			qp->implied_nak_valid = true;
+			qp->implied_nak_psn = first;
+			efi_retx_resend(qp, qp->snd_una);
+		}
+	}
 }
 
 /* Handles a response packet (ACK, NAK, Read response, atomic ACK). */
 static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, uint64_t now)
 {
-	uint32_t p = pkt->psn;
+	uint32_t p = pkt->psn, expect;
 	uint32_t idx;
 	struct efi_swqe *w;
+	bool head;
 
 	/* Anything not in [snd_una − 1, snd_max) answers nothing outstanding. */
 	if (efi_psn_before(p, efi_psn_add(qp->snd_una, EFI_PSN_MASK)) || !efi_psn_before(p, qp->snd_max)) {
@@ -165,8 +205,16 @@ static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, ui
 		uint8_t val = pkt->aeth.syndrome & EFI_AETH_VALUE_MASK;
 
 		if (kind == EFI_AETH_ACK) {
-			if (!efi_psn_before(p, qp->snd_una))
-				ack_upto(qp, p, now);
+			if (efi_psn_before(p, qp->snd_una))
+				return;
+			ack_upto(qp, p, now);
+			/* Held back by a Read or atomic: remembered for when
+			 * its response arrives. */
+			if (!efi_psn_before(p, qp->snd_una) &&
+			    (!qp->ack_high_valid || efi_psn_after(p, qp->ack_high))) {
+				qp->ack_high = p;
+				qp->ack_high_valid = true;
+			}
 			return;
 		}
 		if (efi_psn_before(p, qp->snd_una))
@@ -214,14 +262,19 @@ static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, ui
 	/* A response acknowledges every PSN before its request. */
 	if (efi_psn_after(w->first_psn, qp->snd_una))
 		ack_upto(qp, efi_psn_add(w->first_psn, EFI_PSN_MASK), now);
-	if (qp->sq_head != idx || p != qp->snd_una) {
+	/* Responses are taken in order within their WQE, but a WQE need not
+	 * wait for the ones before it: one lost response then costs one
+	 * request sent again, not every Read and atomic behind it. */
+	head = qp->sq_head == idx;
+	expect = rd_expected(qp, w);
+	if (w->resp_done || p != expect) {
 		/* A response ahead of the one expected: one went missing.  Ask
-		 * again from snd_una, once per gap. */
-		if (qp->sq_head == idx && efi_psn_after(p, qp->snd_una) &&
-		    !(qp->gap_nak_valid && qp->gap_nak_psn == qp->snd_una)) {
+		 * again from there, once per gap. */
+		if (!w->resp_done && efi_psn_after(p, expect) &&
+		    !(qp->gap_nak_valid && qp->gap_nak_psn == expect)) {
 			qp->gap_nak_valid = true;
-			qp->gap_nak_psn = qp->snd_una;
-			efi_retx_rewind(qp, qp->snd_una);
+			qp->gap_nak_psn = expect;
+			efi_retx_resend(qp, expect);
 		}
 		efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
 		return;
@@ -229,32 +282,34 @@ static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, ui
 	if (pkt->opcode == EFI_OP_ATOMIC_ACK) {
 		uint64_t orig = pkt->atomic_orig;
 		efi_sge_copy_in(w->sge, w->num_sge, 0, (const uint8_t *)&orig, 8);
-		qp->snd_una = efi_psn_add(p, 1);
-		if (efi_psn_after(qp->snd_una, qp->snd_nxt))
-			qp->snd_nxt = qp->snd_una;
-		pop_head(qp, EFI_WC_SUCCESS);
-		progress_made(qp, now);
-		return;
-	}
-	/* Every response but the Read's last carries a full segment: that
-	 * is what places packet k at k × seg. */
-	if (pkt->payload_len > w->length - w->read_done ||
-	    (p != wqe_last_psn(w) && pkt->payload_len != qp->seg)) {
-		fail_head(qp, EFI_WC_BAD_RESP_ERR);
-		return;
-	}
-	efi_sge_copy_in(w->sge, w->num_sge, w->read_done, pkt->payload, (uint32_t)pkt->payload_len);
-	w->read_done += (uint32_t)pkt->payload_len;
-	qp->snd_una = efi_psn_add(p, 1);
-	progress_made(qp, now);
-	/* The last response of the last chunk completes the Read. */
-	if ((pkt->flags & EFI_PKT_F_LAST) && p == wqe_last_psn(w)) {
-		if (w->read_done != w->length) {
-			fail_head(qp, EFI_WC_BAD_RESP_ERR);
+		w->resp_done = true;
+	} else {
+		/* Every response but the Read's last carries a full segment:
+		 * that is what places packet k at k × seg. */
+		bool last = (pkt->flags & EFI_PKT_F_LAST) && p == wqe_last_psn(w);
+		if (pkt->payload_len > w->length - w->read_done ||
+		    (p != wqe_last_psn(w) && pkt->payload_len != qp->seg) ||
+		    (last && w->read_done + pkt->payload_len != w->length)) {
+			if (head)
+				fail_head(qp, EFI_WC_BAD_RESP_ERR);
+			else
+				efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
 			return;
 		}
-		pop_head(qp, EFI_WC_SUCCESS);
+		efi_sge_copy_in(w->sge, w->num_sge, w->read_done, pkt->payload, (uint32_t)pkt->payload_len);
+		w->read_done += (uint32_t)pkt->payload_len;
+		w->resp_done = last;
 	}
+	if (!head) {
+		/* Its request arrived: RACK must not send it again. */
+		efi_retx_held(qp, w->first_psn, p);
+		return;
+	}
+	qp->snd_una = efi_psn_add(p, 1);
+	progress_made(qp, now);
+	/* The last response completes it, and any answered ones behind it. */
+	if (w->resp_done)
+		ack_upto(qp, efi_psn_add(qp->snd_una, EFI_PSN_MASK), now);
 	if (efi_psn_after(qp->snd_una, qp->snd_nxt))
 		qp->snd_nxt = qp->snd_una;
 }
@@ -267,6 +322,12 @@ void efi_req_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 	handle_response(qp, pkt, now);
 	if (qp->attr.qp_state != EFI_QPS_RTS && qp->attr.qp_state != EFI_QPS_SQD)
 		return;
+	if (qp->ack_high_valid) {
+		if (efi_psn_before(qp->ack_high, qp->snd_una))
+			qp->ack_high_valid = false;
+		else if (qp->snd_una != una)
+			ack_upto(qp, qp->ack_high, now);
+	}
 	if (efi_psn_after(qp->snd_una, una))
 		efi_retx_acked(qp, una, qp->snd_una);
 	efi_retx_sack(qp, pkt);
@@ -356,6 +417,7 @@ bool efi_req_can_send(struct efi_qp_int *qp, uint64_t now)
 	w->first_psn = qp->snd_max;
 	w->npkts = w->opcode == EFI_WR_RDMA_READ || !wqe_is_rd(w) ? efi_pkt_count(w->length, qp->seg) : 1;
 	w->read_done = 0;
+	w->resp_done = false;
 	if (wqe_is_rd(w))
 		qp->rd_outstanding++;
 	qp->snd_max = efi_psn_add(qp->snd_max, w->npkts);

@@ -251,12 +251,14 @@ static void handle_duplicate(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 		}
 		/* The requester went back to this Read: drop responses queued
 		 * after it (it asks for them again), then replay from memory. */
+		bool dropped = false;
 		while (qp->respq_count) {
 			struct efi_respq_ent *t = respq_tail(qp);
 			uint32_t start = t->kind == RESPQ_READ ? t->first_psn : t->psn;
 			if (efi_psn_before(start, pkt->psn))
 				break;
 			qp->respq_count--;
+			dropped = true;
 		}
 		/* A Read already sending past that PSN stops: the new entry
 		 * sends the rest, so the requester is not kept waiting behind
@@ -266,6 +268,12 @@ static void handle_duplicate(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 			qp->respq_count--;
 		if (rd_room(qp))
 			queue_read(qp, pkt);
+		/* The requester sends again only what it misses: what was
+		 * dropped above is acknowledged once more after the replay
+		 * (a Read or atomic the ACK passes is asked for again). */
+		if (dropped)
+			efi_resp_enqueue_ack(qp, EFI_AETH_ACK | EFI_AETH_CREDITS_NONE,
+					     efi_psn_add(qp->rcv_psn, EFI_PSN_MASK), pkt->tx_ts, pkt->path);
 		return;
 	}
 	if (pkt->opcode == EFI_OP_CMP_SWP || pkt->opcode == EFI_OP_FETCH_ADD) {

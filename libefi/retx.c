@@ -8,8 +8,9 @@
  * sent again; responders never renege, reorder.h), LOST (to be sent again)
  * or NONE (acknowledged).  The transmit path sends LOST packets first,
  * lowest PSN first, then continues in sequence at snd_nxt, skipping SACKED
- * ones; going back (a timeout, a NAK, a lost Read response) is "mark every
- * INFLIGHT packet from there LOST".
+ * ones; going back (a timeout, a NAK) is "mark every INFLIGHT packet from
+ * there LOST"; a lost Read response or atomic ACK sends its request alone
+ * (efi_retx_resend), the requests after it being held (efi_retx_held).
  *
  * Loss detection is time-based and per path (RACK, RFC 8985): a packet is
  * lost when a packet sent after it on the same path has been delivered and
@@ -20,6 +21,11 @@
  * the oldest packet in flight is sent again asking for an ACK, whose SACK
  * then exposes any other hole.  The retransmission timeout (adaptive, from
  * the RTT, doubling while nothing answers) is the last resort.
+ *
+ * Scans step one PSN at a time, not over a record's span: a Read asked
+ * for again from the middle of its chunk has a record inside the span of
+ * the chunk's first request, and skipping it would leave it in the pipe
+ * for ever (no RACK, no rewind: the QP stalls with the window full).
  */
 #include <string.h>
 
@@ -84,6 +90,8 @@ void efi_retx_init(struct efi_qp_int *qp, uint64_t now)
 	qp->rto_at_ns = 0;
 	memset(qp->delivered, 0, sizeof(qp->delivered));
 	memset(qp->lost_now, 0, sizeof(qp->lost_now));
+	qp->ack_high_valid = false;
+	qp->implied_nak_valid = false;
 }
 
 void efi_retx_flush(struct efi_qp_int *qp)
@@ -97,6 +105,8 @@ void efi_retx_flush(struct efi_qp_int *qp)
 	qp->tlp_sent = 0;
 	qp->rack_deadline_ns = 0;
 	qp->rto_at_ns = 0;
+	qp->ack_high_valid = false;
+	qp->implied_nak_valid = false;
 }
 
 void efi_retx_on_send(struct efi_qp_int *qp, struct efi_txrec *r, uint64_t now)
@@ -177,6 +187,39 @@ void efi_retx_sack(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 	}
 }
 
+void efi_retx_held(struct efi_qp_int *qp, uint32_t from, uint32_t to)
+{
+	uint32_t psn = from;
+
+	for (unsigned n = 0; n < EFI_TXREC_SLOTS && !efi_psn_after(psn, to) && efi_psn_before(psn, qp->snd_nxt); n++) {
+		struct efi_txrec *r = rec_of(qp, psn);
+		if (r && (r->state == EFI_TX_INFLIGHT || r->state == EFI_TX_LOST)) {
+			delivered(qp, r);
+			leave(qp, r);
+			r->state = EFI_TX_SACKED;
+		}
+		psn = efi_psn_add(psn, 1);
+	}
+}
+
+void efi_retx_resend(struct efi_qp_int *qp, uint32_t psn)
+{
+	struct efi_txrec *r = &qp->txrec[psn & (EFI_TXREC_SLOTS - 1)];
+
+	if (!efi_psn_before(psn, qp->snd_nxt))
+		return;	/* not sent yet: it goes in sequence */
+	if (r->psn != psn || !r->tx_ns) {
+		/* A Read asked for again from the middle of its chunk: the
+		 * chunk's own record was acknowledged by its responses. */
+		memset(r, 0, sizeof(*r));
+		r->psn = psn;
+		r->tx_ns = 1;	/* replaced when it leaves */
+		r->npsn = 1;
+		r->nsent = 1;	/* counts as a retransmission */
+	}
+	mark_lost(qp, r);
+}
+
 /* The reordering window of a path: a quarter of its minimum RTT. */
 static uint64_t reo_wnd(const struct efi_qp_int *qp, const struct efi_path *p)
 {
@@ -199,7 +242,7 @@ void efi_retx_detect(struct efi_qp_int *qp, uint64_t now)
 			psn = efi_psn_add(psn, 1);
 			continue;
 		}
-		psn = efi_psn_add(psn, r->npsn ? r->npsn : 1);
+		psn = efi_psn_add(psn, 1);
 		if (r->state != EFI_TX_INFLIGHT)
 			continue;
 		struct efi_path *p = &qp->paths[path_of(qp, r->path)];
@@ -236,7 +279,7 @@ void efi_retx_rewind(struct efi_qp_int *qp, uint32_t to)
 			psn = efi_psn_add(psn, 1);
 			continue;
 		}
-		psn = efi_psn_add(psn, r->npsn ? r->npsn : 1);
+		psn = efi_psn_add(psn, 1);
 		if (r->state == EFI_TX_INFLIGHT || r->state == EFI_TX_LOST) {
 			leave(qp, r);
 			/* sent again in sequence, not from the lost list */
@@ -256,7 +299,7 @@ void efi_retx_unsack(struct efi_qp_int *qp, uint32_t from)
 		struct efi_txrec *r = rec_of(qp, psn);
 		if (r && r->state == EFI_TX_SACKED)
 			r->state = EFI_TX_NONE;	/* sent again in sequence */
-		psn = efi_psn_add(psn, r && r->npsn ? r->npsn : 1);
+		psn = efi_psn_add(psn, 1);
 	}
 }
 
@@ -274,7 +317,7 @@ bool efi_retx_next_lost(struct efi_qp_int *qp, uint32_t *out)
 			*out = psn;
 			return true;
 		}
-		psn = efi_psn_add(psn, r && r->npsn ? r->npsn : 1);
+		psn = efi_psn_add(psn, 1);
 	}
 	qp->have_lost = false;
 	return false;
@@ -347,7 +390,7 @@ static struct efi_txrec *oldest_inflight(struct efi_qp_int *qp)
 		struct efi_txrec *r = rec_of(qp, psn);
 		if (r && r->state == EFI_TX_INFLIGHT)
 			return r;
-		psn = efi_psn_add(psn, r && r->npsn ? r->npsn : 1);
+		psn = efi_psn_add(psn, 1);
 	}
 	return NULL;
 }
@@ -369,7 +412,7 @@ void efi_retx_timers(struct efi_qp_int *qp, uint64_t now)
 			struct efi_txrec *r = rec_of(qp, psn);
 			if (r && r->state == EFI_TX_INFLIGHT && path_of(qp, r->path) == i)
 				mark_lost(qp, r);
-			psn = efi_psn_add(psn, r && r->npsn ? r->npsn : 1);
+			psn = efi_psn_add(psn, 1);
 		}
 	}
 	if ((qp->pipe || qp->have_lost) && qp->tlp_sent < 2 && !qp->tlp_pending) {

@@ -338,6 +338,44 @@ START_TEST(unsent_is_not_a_retransmission)
 }
 END_TEST
 
+START_TEST(missing_response_resends_only_its_request)
+{
+	uint64_t t = 1000 * US;
+	struct bare *b = bare_new(t);
+	struct efi_qp_int *qp = &b->qp;
+	uint32_t read = qp->snd_nxt, mid = efi_psn_add(read, 1), lost;
+
+	/* A Read (one request), then four Writes, all in flight. */
+	for (int i = 0; i < 5; i++)
+		send_one(qp, qp->snd_nxt, t);
+	ck_assert_uint_eq(qp->pipe, 5);
+	/* An ACK passed the Read: the Writes after it reached the responder
+	 * and are never sent again; only the Read request goes. */
+	efi_retx_held(qp, mid, efi_psn_add(read, 4));
+	ck_assert_uint_eq(qp->pipe, 1);
+	for (uint32_t i = 1; i < 5; i++)
+		ck_assert_uint_eq(state(qp, efi_psn_add(read, i)), EFI_TX_SACKED);
+	efi_retx_resend(qp, read);
+	ck_assert_uint_eq(qp->pipe, 0);
+	ck_assert(efi_retx_next_lost(qp, &lost));
+	ck_assert_uint_eq(lost, read);
+	ck_assert_uint_eq(qp->snd_nxt, efi_psn_add(read, 5));	/* no going back */
+	/* A later Read the same ACK passed (held) reaches the head: its
+	 * request goes again, from the lost list. */
+	send_one(qp, read, t + 1);
+	qp->snd_una = mid;
+	efi_retx_acked(qp, read, mid);
+	efi_retx_resend(qp, mid);
+	ck_assert(efi_retx_next_lost(qp, &lost));
+	ck_assert_uint_eq(lost, mid);
+	ck_assert_uint_eq(state(qp, mid), EFI_TX_LOST);
+	/* Nothing not yet sent is "sent again". */
+	efi_retx_resend(qp, qp->snd_nxt);
+	ck_assert_uint_eq(state(qp, qp->snd_nxt), EFI_TX_NONE);
+	bare_free(b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sack");
@@ -354,6 +392,7 @@ int main(void)
 	tcase_add_test(t, tail_loss_probe);
 	tcase_add_test(t, rewind_keeps_sacked);
 	tcase_add_test(t, unsent_is_not_a_retransmission);
+	tcase_add_test(t, missing_response_resends_only_its_request);
 	suite_add_tcase(s, t);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
