@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The "efi" libfabric provider (libefi-fi.so): FI_EP_MSG endpoints over
+ * libefi's RC queue pairs, connected by libefi's connection manager.  A thin
+ * layer over <efi/efi.h> and <efi/efi_cm.h>; see docs/libfabric.md.
+ *
+ * Object map:
+ *   fabric      one per fi_fabric; opens each EFI device at most once and
+ *               shares the context (a listener and the QPs it accepts must
+ *               live in one context)
+ *   domain      an EFI device (context) + one PD
+ *   eq          CM events: every listener/connection bound to it is polled
+ *               for efi_cm events; an epoll fd over their channels (and an
+ *               eventfd for queued entries) is the FI_WAIT_FD object
+ *   cq          an efi_cq with a completion channel (the FI_WAIT_FD object)
+ *   pep         an efi_cm listener
+ *   ep          an RC QP (created at fi_enable) + its efi_cm connection
+ *   mr          an efi_mr; desc is the struct, key the rkey
+ *
+ * Locks: each EQ has a mutex that also serialises the efi_cm calls on the
+ * ids bound to it (libefi allows one thread per id); each CQ has a mutex
+ * over its software backlog.  libefi itself is thread safe.
+ */
+#ifndef EFI_FABRIC_EFI_FI_H
+#define EFI_FABRIC_EFI_FI_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_collective.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_prov.h>
+
+#include <efi/efi.h>
+#include <efi/efi_cm.h>
+
+#define EFI_FI_PROV_NAME	"efi"
+#define EFI_FI_FABRIC_NAME	"EFI"
+#define EFI_FI_VERSION		FI_VERSION(1, 0)
+#define EFI_FI_API_VERSION	FI_VERSION(1, 17)
+
+#define EFI_FI_CAPS	(FI_MSG | FI_RMA | FI_SEND | FI_RECV | FI_READ | FI_WRITE | \
+			 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_LOCAL_COMM | FI_REMOTE_COMM)
+#define EFI_FI_MR_MODE	(FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
+#define EFI_FI_MSG_ORDER (FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_RAS | FI_ORDER_WAW | \
+			  FI_ORDER_WAS | FI_ORDER_SAW | FI_ORDER_SAS)
+/* FI_OPT_CM_DATA_SIZE: what efi_cm carries each way. */
+#define EFI_FI_CM_DATA_MAX	EFI_CM_PRIVATE_DATA_MAX
+
+extern struct fi_provider efi_fi_prov;
+
+/* ------------------------------------------------------------ fabric */
+
+struct efi_fi_devctx {
+	struct efi_fi_devctx *next;
+	char name[EFI_DEVICE_NAME_MAX];
+	struct efi_context *ctx;
+	int refs;
+};
+
+struct efi_fi_fabric {
+	struct fid_fabric fabric;
+	pthread_mutex_t lock;
+	struct efi_fi_devctx *devs;
+	int refs;			/* domains, EQs, PEPs open on it */
+};
+
+/* A shared, counted context of the named device (NULL + errno). */
+struct efi_context *efi_fi_ctx_get(struct efi_fi_fabric *fab, const char *devname);
+void efi_fi_ctx_put(struct efi_fi_fabric *fab, struct efi_context *ctx);
+
+int efi_fi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+
+/* ------------------------------------------------------------ getinfo */
+
+int efi_fi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+		   const struct fi_info *hints, struct fi_info **info);
+/* The device whose interface has address sa (by GID), in devname. */
+int efi_fi_addr_device(const struct sockaddr *sa, char *devname, size_t len);
+size_t efi_fi_sockaddr_len(const struct sockaddr *sa);
+/* host and port strings of a sockaddr_in/in6 (for efi_connect). */
+int efi_fi_sockaddr_str(const struct sockaddr *sa, char *host, size_t hostlen, char *port,
+			size_t portlen);
+
+/* ------------------------------------------------------------ domain, mr */
+
+struct efi_fi_domain {
+	struct fid_domain domain;
+	struct efi_fi_fabric *fab;
+	struct efi_context *ctx;
+	struct efi_pd *pd;
+	struct efi_device_attr attr;
+	struct fi_info *info;
+	int refs;			/* CQs, EPs, MRs */
+	pthread_mutex_t lock;
+};
+
+int efi_fi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
+		       void *context);
+
+struct efi_fi_mr {
+	struct fid_mr mr;
+	struct efi_fi_domain *dom;
+	struct efi_mr *emr;
+};
+
+extern struct fi_ops_mr efi_fi_mr_ops;
+uint32_t efi_fi_desc_lkey(void *desc);
+
+/* ------------------------------------------------------------ eq */
+
+struct efi_fi_eq_entry;
+
+/* Something whose efi_cm id an EQ polls: a PEP or an EP. */
+struct efi_fi_cm_owner {
+	struct efi_fi_cm_owner *next;
+	fid_t fid;
+	struct efi_cm_id *id;		/* NULL until listening / connecting */
+	bool is_pep;
+	bool watched;			/* its fd is in the epoll set */
+};
+
+struct efi_fi_eq {
+	struct fid_eq eq;
+	struct efi_fi_fabric *fab;
+	pthread_mutex_t lock;
+	int epfd;			/* the wait object */
+	int evfd;			/* readable while entries are queued */
+	struct efi_fi_eq_entry *head, *tail;
+	struct efi_fi_cm_owner *owners;
+	void *err_data;			/* of the last fi_eq_readerr */
+	int refs;
+};
+
+int efi_fi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
+		   void *context);
+void efi_fi_eq_attach(struct efi_fi_eq *eq, struct efi_fi_cm_owner *owner);
+void efi_fi_eq_detach(struct efi_fi_eq *eq, struct efi_fi_cm_owner *owner);
+/* Starts watching owner->id's fd (after listen/connect/accept). */
+void efi_fi_eq_watch(struct efi_fi_eq *eq, struct efi_fi_cm_owner *owner);
+/* Queues an error entry (err: positive FI_E* value) for fid. */
+int efi_fi_eq_push_err(struct efi_fi_eq *eq, fid_t fid, void *context, int err, int prov_errno,
+		       const void *data, size_t len);
+int efi_fi_eq_trywait(struct efi_fi_eq *eq);
+
+/* ------------------------------------------------------------ cq */
+
+#define EFI_FI_CQ_BATCH 64
+
+struct efi_fi_cq {
+	struct fid_cq cq;
+	struct efi_fi_domain *dom;
+	struct efi_comp_channel *channel;
+	struct efi_cq *ecq;
+	enum fi_cq_format format;
+	enum fi_wait_obj wait_obj;
+	pthread_mutex_t lock;
+	struct efi_wc backlog[EFI_FI_CQ_BATCH];	/* polled, not yet returned */
+	int head, count;
+	int refs;			/* endpoints bound */
+};
+
+int efi_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
+		   void *context);
+int efi_fi_cq_trywait(struct efi_fi_cq *cq);
+
+/* wr_id of work requests: the fi context, with the low bit flagging an
+ * operation whose completion the application did not ask for (its CQ entry
+ * is suppressed).  Contexts are at least 2-byte aligned pointers or NULL. */
+#define EFI_FI_WR_SILENT 1ULL
+
+/* ------------------------------------------------------------ endpoints */
+
+struct efi_fi_connreq {
+	struct fid fid;			/* FI_CLASS_CONNREQ */
+	struct efi_cm_id *request;
+};
+
+struct efi_fi_pep {
+	struct fid_pep pep;
+	struct efi_fi_fabric *fab;
+	struct fi_info *info;
+	struct efi_context *ctx;	/* shared with the fabric */
+	struct efi_fi_eq *eq;
+	struct efi_fi_cm_owner owner;
+	struct sockaddr_storage addr;	/* the interface address; port = service */
+};
+
+int efi_fi_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
+		    void *context);
+
+struct efi_fi_ep {
+	struct fid_ep ep;
+	struct efi_fi_domain *dom;
+	struct fi_info *info;
+	struct efi_fi_eq *eq;
+	struct efi_fi_cq *tx_cq, *rx_cq;
+	uint64_t tx_flags, rx_flags;	/* FI_SELECTIVE_COMPLETION, FI_COMPLETION */
+	struct efi_cq *own_cq;		/* stands in for an unbound send/recv CQ */
+	struct efi_qp *qp;
+	struct efi_fi_cm_owner owner;
+	struct efi_fi_connreq *connreq;	/* from fi_endpoint(info->handle) */
+	struct sockaddr_storage peer;
+	bool enabled, connected, shut;
+	uint32_t max_inline;
+};
+
+int efi_fi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
+		   void *context);
+extern struct fi_ops_cm efi_fi_ep_cm_ops;
+extern struct fi_ops_msg efi_fi_msg_ops;
+extern struct fi_ops_rma efi_fi_rma_ops;
+extern struct fi_ops_tagged efi_fi_no_tagged_ops;
+extern struct fi_ops_atomic efi_fi_no_atomic_ops;
+extern struct fi_ops_collective efi_fi_no_collective_ops;
+
+/* Posts one send WR built from the arguments (msg.c); -FI_E* or 0. */
+ssize_t efi_fi_post(struct efi_fi_ep *ep, enum efi_wr_opcode op, const struct iovec *iov,
+		    void **desc, size_t count, uint64_t raddr, uint64_t rkey, uint64_t data,
+		    uint64_t flags, void *context);
+
+/* ------------------------------------------------------------ misc */
+
+/* -FI_E* from a positive errno. */
+int efi_fi_errno(int err);
+
+int efi_fi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int efi_fi_no_control(struct fid *fid, int command, void *arg);
+int efi_fi_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
+		       void *context);
+int efi_fi_no_tostr(const struct fid *fid, char *buf, size_t len);
+int efi_fi_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops,
+		      void *context);
+
+#endif

@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fi_getinfo for the efi provider: one fi_info per (EFI interface of the
+ * caller's instance, address of that interface), the attributes read from
+ * libefi (efi_query_device/port/gid), the addresses the interface's GIDs
+ * (its IP addresses) as sockaddr_in/in6.  Hints the provider cannot honour
+ * give no entry (-FI_ENODATA), never a weakened one.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "efi_fi.h"
+
+size_t efi_fi_sockaddr_len(const struct sockaddr *sa)
+{
+	if (!sa)
+		return 0;
+	return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+int efi_fi_sockaddr_str(const struct sockaddr *sa, char *host, size_t hostlen, char *port,
+			size_t portlen)
+{
+	if (!sa || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6))
+		return -FI_EINVAL;
+	if (getnameinfo(sa, (socklen_t)efi_fi_sockaddr_len(sa), host, (socklen_t)hostlen, port,
+			(socklen_t)portlen, NI_NUMERICHOST | NI_NUMERICSERV))
+		return -FI_EINVAL;
+	return 0;
+}
+
+/* A GID as a socket address (IPv4-mapped GIDs as AF_INET). */
+static void gid_to_sockaddr(const union efi_gid *gid, uint16_t port_be, struct sockaddr_storage *ss)
+{
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	memset(ss, 0, sizeof(*ss));
+	if (!memcmp(gid->raw, v4mapped, sizeof(v4mapped))) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = port_be;
+		memcpy(&sin->sin_addr, gid->raw + 12, 4);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = port_be;
+		memcpy(&sin6->sin6_addr, gid->raw, 16);
+	}
+}
+
+static bool same_ip(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+}
+
+static bool is_any(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+	return !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr, &in6addr_any, 16);
+}
+
+static uint16_t port_of(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET ? ((const struct sockaddr_in *)sa)->sin_port
+					: ((const struct sockaddr_in6 *)sa)->sin6_port;
+}
+
+static int resolve(const char *node, const char *service, bool passive, int family,
+		   struct sockaddr_storage *out)
+{
+	struct addrinfo hints = { .ai_family = family, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res;
+
+	hints.ai_flags = passive ? AI_PASSIVE : 0;
+	if (getaddrinfo(node, service, &hints, &res))
+		return -FI_ENODATA;
+	if (res->ai_family != AF_INET && res->ai_family != AF_INET6) {
+		freeaddrinfo(res);
+		return -FI_ENODATA;
+	}
+	memset(out, 0, sizeof(*out));
+	memcpy(out, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
+
+/* What the hints ask that this provider cannot give. */
+static bool hints_unsupported(uint32_t version, const struct fi_info *hints)
+{
+	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
+		return true;	/* FI_LOCAL_MR-era API: not offered */
+	if (!hints)
+		return false;
+	if (hints->caps & ~(EFI_FI_CAPS | FI_REMOTE_CQ_DATA))
+		return true;
+	if (hints->addr_format != FI_FORMAT_UNSPEC && hints->addr_format != FI_SOCKADDR &&
+	    hints->addr_format != FI_SOCKADDR_IN && hints->addr_format != FI_SOCKADDR_IN6)
+		return true;
+	if (hints->ep_attr) {
+		const struct fi_ep_attr *e = hints->ep_attr;
+
+		if (e->type != FI_EP_UNSPEC && e->type != FI_EP_MSG)
+			return true;
+		if (e->tx_ctx_cnt > 1 || e->rx_ctx_cnt > 1)
+			return true;	/* shared/scalable contexts: none */
+		if (e->auth_key_size)
+			return true;
+	}
+	if (hints->domain_attr) {
+		const struct fi_domain_attr *d = hints->domain_attr;
+
+		if ((d->mr_mode & EFI_FI_MR_MODE) != EFI_FI_MR_MODE &&
+		    d->mr_mode != FI_MR_BASIC)
+			return true;
+		if (d->cq_data_size > 4 || d->mr_key_size > 4)
+			return true;
+		if (d->caps & ~(EFI_FI_CAPS | FI_REMOTE_CQ_DATA))
+			return true;
+	}
+	if (hints->fabric_attr && hints->fabric_attr->name &&
+	    strcmp(hints->fabric_attr->name, EFI_FI_FABRIC_NAME))
+		return true;
+	if (hints->tx_attr && (hints->tx_attr->caps & ~(EFI_FI_CAPS | FI_REMOTE_CQ_DATA)))
+		return true;
+	if (hints->rx_attr && (hints->rx_attr->caps & ~(EFI_FI_CAPS | FI_REMOTE_CQ_DATA)))
+		return true;
+	return false;
+}
+
+/* Remote CQ data on an RDMA write consumes a posted receive, as in verbs:
+ * offered only to applications that accept FI_RX_CQ_DATA. */
+static bool offers_cq_data(const struct fi_info *hints)
+{
+	return !hints || (hints->mode & FI_RX_CQ_DATA);
+}
+
+/* Lowers *have to want when want is set and smaller. */
+static void shrink(size_t *have, size_t want)
+{
+	if (want && want < *have)
+		*have = want;
+}
+
+static struct fi_info *make_info(const struct fi_info *hints, const char *devname,
+				 const struct efi_device_attr *da, const struct efi_port_attr *pa,
+				 const struct sockaddr_storage *src,
+				 const struct sockaddr_storage *dst)
+{
+	struct fi_info *fi = fi_allocinfo();
+	uint64_t caps = EFI_FI_CAPS;
+
+	if (!fi)
+		return NULL;
+	if (offers_cq_data(hints))
+		caps |= FI_REMOTE_CQ_DATA;
+	if (hints && (hints->caps & caps))
+		caps = hints->caps & caps;
+	fi->caps = caps;
+	fi->mode = offers_cq_data(hints) ? FI_RX_CQ_DATA : 0;
+	fi->addr_format = src->ss_family == AF_INET6 ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
+	fi->src_addrlen = efi_fi_sockaddr_len((const struct sockaddr *)src);
+	fi->src_addr = malloc(fi->src_addrlen);
+	if (!fi->src_addr)
+		goto fail;
+	memcpy(fi->src_addr, src, fi->src_addrlen);
+	if (dst) {
+		fi->dest_addrlen = efi_fi_sockaddr_len((const struct sockaddr *)dst);
+		fi->dest_addr = malloc(fi->dest_addrlen);
+		if (!fi->dest_addr)
+			goto fail;
+		memcpy(fi->dest_addr, dst, fi->dest_addrlen);
+	}
+
+	fi->tx_attr->caps = caps & (FI_MSG | FI_RMA | FI_SEND | FI_READ | FI_WRITE);
+	fi->tx_attr->msg_order = EFI_FI_MSG_ORDER;
+	fi->tx_attr->comp_order = FI_ORDER_NONE;
+	fi->tx_attr->inject_size = da->max_inline_data;
+	fi->tx_attr->size = (size_t)da->max_qp_wr;
+	fi->tx_attr->iov_limit = (size_t)da->max_sge;
+	fi->tx_attr->rma_iov_limit = 1;
+
+	fi->rx_attr->caps = caps & (FI_MSG | FI_RMA | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE |
+				    FI_REMOTE_CQ_DATA);
+	fi->rx_attr->msg_order = EFI_FI_MSG_ORDER;
+	fi->rx_attr->comp_order = FI_ORDER_NONE;
+	fi->rx_attr->size = (size_t)da->max_qp_wr;
+	fi->rx_attr->iov_limit = (size_t)da->max_sge;
+
+	/* sizes the application asked for, when the device has them: what
+	 * fi_enable then allocates (ofi_rxm preposts a buffer per receive) */
+	if (hints && hints->tx_attr) {
+		shrink(&fi->tx_attr->size, hints->tx_attr->size);
+		shrink(&fi->tx_attr->iov_limit, hints->tx_attr->iov_limit);
+		shrink(&fi->tx_attr->inject_size, hints->tx_attr->inject_size);
+	}
+	if (hints && hints->rx_attr) {
+		shrink(&fi->rx_attr->size, hints->rx_attr->size);
+		shrink(&fi->rx_attr->iov_limit, hints->rx_attr->iov_limit);
+	}
+
+	fi->ep_attr->type = FI_EP_MSG;
+	fi->ep_attr->protocol = FI_PROTO_UNSPEC;
+	fi->ep_attr->protocol_version = 1;
+	fi->ep_attr->max_msg_size = pa->max_msg_sz ? pa->max_msg_sz : da->max_msg_sz;
+	fi->ep_attr->max_order_raw_size = fi->ep_attr->max_msg_size;
+	fi->ep_attr->max_order_war_size = fi->ep_attr->max_msg_size;
+	fi->ep_attr->max_order_waw_size = fi->ep_attr->max_msg_size;
+	fi->ep_attr->tx_ctx_cnt = 1;
+	fi->ep_attr->rx_ctx_cnt = 1;
+
+	fi->domain_attr->name = strdup(devname);
+	fi->domain_attr->threading = FI_THREAD_SAFE;
+	/* libefi runs the transport in its progress threads and the CM in its
+	 * watcher threads: both progress without the application. */
+	fi->domain_attr->control_progress = FI_PROGRESS_AUTO;
+	fi->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	if (hints && hints->domain_attr) {
+		if (hints->domain_attr->control_progress == FI_PROGRESS_MANUAL)
+			fi->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+		if (hints->domain_attr->data_progress == FI_PROGRESS_MANUAL)
+			fi->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	}
+	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
+	fi->domain_attr->av_type = FI_AV_UNSPEC;
+	fi->domain_attr->mr_mode = EFI_FI_MR_MODE;
+	fi->domain_attr->mr_key_size = 4;
+	fi->domain_attr->cq_data_size = (caps & FI_REMOTE_CQ_DATA) ? 4 : 0;
+	fi->domain_attr->cq_cnt = (size_t)da->max_cq;
+	fi->domain_attr->ep_cnt = (size_t)da->max_qp;
+	fi->domain_attr->tx_ctx_cnt = (size_t)da->max_qp;
+	fi->domain_attr->rx_ctx_cnt = (size_t)da->max_qp;
+	fi->domain_attr->max_ep_tx_ctx = 1;
+	fi->domain_attr->max_ep_rx_ctx = 1;
+	fi->domain_attr->max_ep_stx_ctx = 0;
+	fi->domain_attr->max_ep_srx_ctx = 0;
+	fi->domain_attr->mr_iov_limit = 1;
+	fi->domain_attr->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
+	fi->domain_attr->mr_cnt = (size_t)da->max_mr;
+
+	fi->fabric_attr->name = strdup(EFI_FI_FABRIC_NAME);
+	/* prov_name stays NULL: libfabric fills it in (and would treat a
+	 * name set here as a core provider under a layered one) */
+	fi->fabric_attr->prov_version = EFI_FI_VERSION;
+	fi->fabric_attr->api_version = EFI_FI_API_VERSION;
+	if (!fi->domain_attr->name || !fi->fabric_attr->name)
+		goto fail;
+	return fi;
+fail:
+	fi_freeinfo(fi);
+	return NULL;
+}
+
+static bool gid_usable(const union efi_gid *gid)
+{
+	/* link-local IPv6 needs a scope efi_connect's host string cannot carry */
+	return !(gid->raw[0] == 0xfe && (gid->raw[1] & 0xc0) == 0x80) &&
+	       (gid->u64[0] || gid->u64[1]);
+}
+
+/* Appends the entries of one device; -FI_ENOMEM or 0. */
+static int device_infos(struct efi_device *dev, const struct fi_info *hints,
+			const struct sockaddr_storage *src, bool src_ip, uint16_t src_port,
+			const struct sockaddr_storage *dst, struct fi_info ***tail)
+{
+	struct efi_context *ctx = efi_open_device(dev);
+	struct efi_device_attr da;
+	struct efi_port_attr pa;
+	int ret = 0;
+
+	if (!ctx)
+		return 0;	/* gone or not ours: not offered */
+	if (efi_query_device(ctx, &da) || efi_query_port(ctx, 1, &pa) ||
+	    pa.state != EFI_PORT_ACTIVE)
+		goto out;
+	for (int i = 0; i < pa.gid_tbl_len; i++) {
+		union efi_gid gid;
+		struct sockaddr_storage me;
+		struct fi_info *fi;
+
+		if (efi_query_gid(ctx, 1, i, &gid) || !gid_usable(&gid))
+			continue;
+		gid_to_sockaddr(&gid, src_port, &me);
+		if (dst && dst->ss_family != me.ss_family)
+			continue;
+		if (src_ip && !same_ip((const struct sockaddr *)src, (const struct sockaddr *)&me))
+			continue;
+		if (hints && ((hints->addr_format == FI_SOCKADDR_IN && me.ss_family != AF_INET) ||
+			      (hints->addr_format == FI_SOCKADDR_IN6 && me.ss_family != AF_INET6)))
+			continue;
+		fi = make_info(hints, dev->name, &da, &pa, &me, dst);
+		if (!fi) {
+			ret = -FI_ENOMEM;
+			break;
+		}
+		**tail = fi;
+		*tail = &fi->next;
+	}
+out:
+	efi_close_device(ctx);
+	return ret;
+}
+
+int efi_fi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+		   const struct fi_info *hints, struct fi_info **info)
+{
+	struct sockaddr_storage src = { 0 }, dst = { 0 };
+	bool have_dst = false, src_ip = false;
+	uint16_t src_port = 0;
+	struct efi_device **list;
+	struct fi_info *head = NULL, **tail = &head;
+	int n, ret = 0, family = AF_UNSPEC;
+
+	*info = NULL;
+	if (hints_unsupported(version, hints))
+		return -FI_ENODATA;
+	if (hints && hints->domain_attr && hints->domain_attr->cq_data_size &&
+	    !offers_cq_data(hints))
+		return -FI_ENODATA;
+	if (hints && hints->addr_format == FI_SOCKADDR_IN)
+		family = AF_INET;
+	else if (hints && hints->addr_format == FI_SOCKADDR_IN6)
+		family = AF_INET6;
+
+	if (flags & FI_SOURCE) {
+		if (node || service) {
+			if (resolve(node, service, true, family, &src))
+				return -FI_ENODATA;
+			src_ip = node != NULL;
+			src_port = port_of((struct sockaddr *)&src);
+		}
+	} else if (node) {
+		if (resolve(node, service, false, family, &dst))
+			return -FI_ENODATA;
+		have_dst = true;
+	} else if (service) {
+		if (resolve(NULL, service, true, family, &src))
+			return -FI_ENODATA;
+		src_port = port_of((struct sockaddr *)&src);
+	}
+	if (hints && hints->src_addr) {
+		const struct sockaddr *sa = hints->src_addr;
+
+		if ((sa->sa_family != AF_INET && sa->sa_family != AF_INET6) ||
+		    hints->src_addrlen < efi_fi_sockaddr_len(sa))
+			return -FI_ENODATA;
+		memcpy(&src, sa, efi_fi_sockaddr_len(sa));
+		src_ip = !is_any(sa);
+		src_port = port_of(sa);
+	}
+	if (hints && hints->dest_addr) {
+		const struct sockaddr *sa = hints->dest_addr;
+
+		if ((sa->sa_family != AF_INET && sa->sa_family != AF_INET6) ||
+		    hints->dest_addrlen < efi_fi_sockaddr_len(sa))
+			return -FI_ENODATA;
+		memcpy(&dst, sa, efi_fi_sockaddr_len(sa));
+		have_dst = true;
+	}
+
+	list = efi_get_device_list(&n);
+	if (!list)
+		return -FI_ENODATA;	/* no efid here: nothing to offer */
+	for (int i = 0; i < n && !ret; i++) {
+		const char *want = hints && hints->domain_attr ? hints->domain_attr->name : NULL;
+
+		if (want && strcmp(want, list[i]->name))
+			continue;
+		ret = device_infos(list[i], hints, &src, src_ip, src_port,
+				   have_dst ? &dst : NULL, &tail);
+	}
+	efi_free_device_list(list);
+	if (ret) {
+		fi_freeinfo(head);
+		return ret;
+	}
+	if (!head)
+		return -FI_ENODATA;
+	*info = head;
+	return 0;
+}

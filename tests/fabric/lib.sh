@@ -1,0 +1,47 @@
+# shellcheck shell=bash
+# Helpers of the libfabric tests (tests/fabric/t-*.sh), on top of
+# tests/data/lib.sh (two instances with efid, in_a/in_b):
+#
+#     . "$(dirname "$0")/lib.sh"
+#     fab_init TAG [COMMAND PACKAGE]...   # dp_init + the provider; skips (77)
+#                                         # when a COMMAND is not installed
+#     dp_one_host / dp_two_hosts
+#     fa CMD... / fb CMD...               # CMD inside instance A / B with
+#                                         # FI_PROVIDER_PATH at the build tree
+# shellcheck source=tests/data/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../data/lib.sh"
+
+: "${EFI_FI_DIR:=$top_builddir/fabric/.libs}"
+# libfabric loads every lib*-fi.so of this directory
+export FI_PROVIDER_PATH="$EFI_FI_DIR"
+# the uninstalled provider finds the uninstalled libefi.so here
+export LD_LIBRARY_PATH="$top_builddir/libefi/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# fi_info, fi_pingpong and Open MPI are not ours: their leaks at exit are not
+# findings of a sanitizer build of the provider
+FAB_ENV=(ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
+
+fab_init() {
+	local tag=$1
+	shift
+	lib_init "$tag"
+	while [ $# -ge 2 ]; do
+		command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed (apt-get install $2)"
+		shift 2
+	done
+	[ -r "$EFI_FI_DIR/libefi-fi.so" ] || fail "libefi-fi.so not built in $EFI_FI_DIR"
+	# a sanitizer build of the provider needs the ASan runtime loaded first
+	# into programs that are not built with it
+	local asan
+	asan=$(ldd "$EFI_FI_DIR/libefi-fi.so" 2>/dev/null | awk '$1 ~ /^libasan/ {print $3; exit}')
+	[ -n "$asan" ] && FAB_ENV+=(LD_PRELOAD="$asan")
+	[ -x "$EFID" ] || fail "efid not built at $EFID"
+}
+
+fa() { in_a env "${FAB_ENV[@]}" "$@"; }
+fb() { in_b env "${FAB_ENV[@]}" "$@"; }
+
+# fmatch REGEX TEXT WHAT: TEXT must match REGEX (no pipe: see tests/verbs).
+fmatch() {
+	grep -qiE -- "$1" <<<"$2" ||
+		fail "$(printf '%s\n  expected to match: %s\n  got: %s' "${3:-text}" "$1" "$2")"
+}
