@@ -11,10 +11,15 @@ static unsigned slot(uint32_t psn)
 	return psn % EFI_REORDER_SLOTS;
 }
 
+static bool slot_used(const struct efi_reorder *r, unsigned s)
+{
+	return r->bits[s / 64] >> (s % 64) & 1;
+}
+
 bool efi_reorder_has(const struct efi_reorder *r, uint32_t psn)
 {
 	unsigned s = slot(psn);
-	return r->count && (r->bits[s / 64] >> (s % 64) & 1);
+	return r->count && slot_used(r, s) && r->psn[s] == psn;
 }
 
 int efi_reorder_store(struct efi_reorder *r, uint32_t base, uint32_t psn, const void *data, size_t len)
@@ -32,8 +37,13 @@ int efi_reorder_store(struct efi_reorder *r, uint32_t base, uint32_t psn, const 
 		return ENOMEM;
 	memcpy(r->buf + (size_t)s * EFI_REORDER_PKT_MAX, data, len);
 	r->len[s] = (uint16_t)len;
-	r->bits[s / 64] |= UINT64_C(1) << (s % 64);
-	r->count++;
+	r->psn[s] = psn;
+	/* A slot still holding an older PSN (a copy of a packet that was
+	 * taken in order from another arrival) is simply overwritten. */
+	if (!slot_used(r, s)) {
+		r->bits[s / 64] |= UINT64_C(1) << (s % 64);
+		r->count++;
+	}
 	return 0;
 }
 
@@ -51,8 +61,11 @@ void efi_reorder_remove(struct efi_reorder *r, uint32_t psn)
 {
 	unsigned s = slot(psn);
 
-	if (!efi_reorder_has(r, psn))
+	if (!r->count || !slot_used(r, s))
 		return;
+	/* psn's copy, or one of an older PSN nobody will ask for again */
+	if (r->psn[s] != psn && efi_psn_diff(r->psn[s], psn) > 0)
+		return;	/* a later PSN's: keep it */
 	r->bits[s / 64] &= ~(UINT64_C(1) << (s % 64));
 	r->count--;
 }

@@ -32,6 +32,9 @@
 struct efi_reorder {
 	uint8_t *buf;			/* EFI_REORDER_SLOTS × EFI_REORDER_PKT_MAX, or NULL */
 	uint16_t len[EFI_REORDER_SLOTS];
+	uint32_t psn[EFI_REORDER_SLOTS];	/* which PSN a slot holds: a slot is reused
+						 * every EFI_REORDER_SLOTS PSNs, and a copy
+						 * left behind must never pass for a later one */
 	uint64_t bits[EFI_REORDER_SLOTS / 64];	/* by psn % EFI_REORDER_SLOTS */
 	uint32_t count;
 };
@@ -46,6 +49,7 @@ bool efi_reorder_has(const struct efi_reorder *r, uint32_t psn);
 /* The stored datagram of psn (NULL if none). */
 const uint8_t *efi_reorder_get(const struct efi_reorder *r, uint32_t psn, size_t *len);
 
+/* Forgets psn's copy, and whatever older PSN's copy shares its slot. */
 void efi_reorder_remove(struct efi_reorder *r, uint32_t psn);
 
 /* Forgets the PSNs in [from, to) (the expected PSN jumped over them: a Read

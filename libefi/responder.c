@@ -373,8 +373,8 @@ static unsigned drain(struct efi_qp_int *qp)
 
 		if (!raw)
 			break;
-		/* It passed the parser when it arrived. */
-		if (efi_pkt_parse(raw, len, &held) != 0) {
+		/* It passed the parser when it arrived, with this PSN. */
+		if (efi_pkt_parse(raw, len, &held) != 0 || held.psn != psn) {
 			efi_reorder_remove(&qp->reorder, psn);
 			break;
 		}
@@ -440,6 +440,9 @@ void efi_resp_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 		efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
 		return;
 	}
+	/* Another copy of it may be held (it arrived early on another path
+	 * and could not be drained yet): that copy is done with. */
+	efi_reorder_remove(&qp->reorder, pkt->psn);
 	/* It filled a hole: what waited behind it goes now, acknowledged by
 	 * one ACK echoing this packet (the held ones' own timestamps would
 	 * count their wait as network delay). */

@@ -62,6 +62,41 @@ START_TEST(reorder_window_and_duplicates)
 }
 END_TEST
 
+/* A copy left in a slot (its PSN was taken in order from another arrival,
+ * e.g. a retransmission on another path) never passes for the PSN that
+ * reuses the slot EFI_REORDER_SLOTS later: not "held", not in a SACK, not
+ * a duplicate of the real packet, which overwrites it. */
+START_TEST(reorder_stale_copy_is_not_a_later_psn)
+{
+	struct efi_reorder r;
+	struct efi_pkt ack;
+	uint8_t old[16], now[16];
+	size_t len;
+	const uint32_t later = 101 + EFI_REORDER_SLOTS;
+
+	memset(&r, 0, sizeof(r));
+	memset(old, 0x11, sizeof(old));
+	memset(now, 0x22, sizeof(now));
+	ck_assert_int_eq(efi_reorder_store(&r, 100, 101, old, sizeof(old)), 0);
+	/* 101 is processed from another copy; the expected PSN moves on a
+	 * whole buffer's span without touching the held copy */
+	ck_assert(!efi_reorder_has(&r, later));
+	ck_assert_ptr_null(efi_reorder_get(&r, later, &len));
+	memset(&ack, 0, sizeof(ack));
+	ck_assert(!efi_reorder_sack(&r, later - 1, &ack) || !(ack.sack.bitmap[0] & 2));
+	ck_assert_int_eq(efi_reorder_store(&r, later - 1, later, now, sizeof(now)), 0);
+	ck_assert_uint_eq(r.count, 1);
+	ck_assert_int_eq(memcmp(efi_reorder_get(&r, later, &len), now, sizeof(now)), 0);
+	/* removing an older PSN's copy clears the slot; a later one stays */
+	efi_reorder_remove(&r, 101);
+	ck_assert(efi_reorder_has(&r, later));
+	efi_reorder_remove(&r, later + EFI_REORDER_SLOTS);
+	ck_assert(!efi_reorder_has(&r, later));
+	ck_assert_uint_eq(r.count, 0);
+	efi_reorder_free(&r);
+}
+END_TEST
+
 START_TEST(reorder_sack_block_across_wrap)
 {
 	struct efi_reorder r;
@@ -384,6 +419,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(t, reorder_window_and_duplicates);
+	tcase_add_test(t, reorder_stale_copy_is_not_a_later_psn);
 	tcase_add_test(t, reorder_sack_block_across_wrap);
 	suite_add_tcase(s, t);
 	t = tcase_create("scoreboard");
