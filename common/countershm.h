@@ -7,14 +7,20 @@
  * sequence count, and passes it once over the lease connection
  * (EFI_CTL_PUBLISH_COUNTERS).  Readers retry while the count is odd or
  * changed under them.
+ *
+ * Version 2 adds, after the totals, a table of the context's remote peers
+ * and the health of each path to them (RTT, window, retransmissions,
+ * suspicion).  efid reads it only from a page that says version ≥ 2, and
+ * bounds every count it reads (the page is written by an untrusted process).
  */
 #ifndef EFI_COUNTERSHM_H
 #define EFI_COUNTERSHM_H
 
+#include <assert.h>
 #include <stdint.h>
 
 #define EFI_COUNTERSHM_MAGIC 0x43494645u /* "EFIC" */
-#define EFI_COUNTERSHM_VERSION 1u
+#define EFI_COUNTERSHM_VERSION 2u
 #define EFI_COUNTERSHM_SIZE 4096u
 
 /* The published values, in this order (also the order of the 8-byte
@@ -35,13 +41,111 @@ enum efi_countershm_index {
 	EFI_CSHM_COUNT,
 };
 
+/* Version 2: the peer table.  Paths per peer: EFI_MAX_PATHS of libefi
+ * (path ids are one byte on the wire, libefi uses at most 8).  Peers: as
+ * many as fit in the page (see the assertion below). */
+#define EFI_CSHM_MAX_PATHS 8u
+#define EFI_CSHM_MAX_PEERS 14u
+
+enum efi_cshm_path_state {
+	EFI_CSHM_PATH_ACTIVE = 0,
+	EFI_CSHM_PATH_SUSPECT = 1, /* silent too long: avoided and probed */
+};
+
+/* One path index of one peer, summed over the context's QPs to that peer
+ * (libefi/peer_table.h says how each field is aggregated). */
+struct efi_countershm_path {
+	uint32_t state;           /* enum efi_cshm_path_state */
+	uint32_t rtt_min_us;      /* smallest RTT of any QP (0: no sample yet) */
+	uint32_t srtt_us;         /* mean of the QPs' smoothed RTTs (0: no sample yet) */
+	uint32_t cwnd_milli;      /* sum of the QPs' windows, thousandths of a packet */
+	uint64_t retransmissions; /* packets first sent on this path sent again */
+	uint32_t suspected;       /* times it went silent and was avoided */
+	uint32_t restored;        /* times it answered again and was re-admitted */
+};
+
+/* One remote peer (an address the context has connected QPs to). */
+struct efi_countershm_peer {
+	uint64_t addr[2];  /* the peer's IPv6 (or IPv4-mapped) address: its 16 bytes as in memory */
+	uint32_t qps;      /* connected QPs (RTS or SQD) to it */
+	uint32_t npaths;   /* entries of path[] in use (the most paths any of those QPs has) */
+	struct efi_countershm_path path[EFI_CSHM_MAX_PATHS];
+};
+
 struct efi_countershm {
 	uint32_t magic;
 	uint32_t version;
 	uint32_t seq;     /* odd while being written; use __atomic builtins */
 	uint32_t pid;     /* the publishing process, as it sees itself */
 	uint64_t value[EFI_CSHM_COUNT];
+	/* version 2 */
+	uint32_t npeers;        /* entries of peer[] in use */
+	uint32_t peers_omitted; /* further peers that did not fit */
+	struct efi_countershm_peer peer[EFI_CSHM_MAX_PEERS];
 };
+
+static_assert(sizeof(struct efi_countershm) <= EFI_COUNTERSHM_SIZE,
+	      "the counters page is one page: fewer peers must go in it");
+static_assert(sizeof(struct efi_countershm_path) == 32, "compact path entries");
+
+/* The 8-byte little-endian words of EFI_A_PATH_VALUES (LIST replies), in
+ * this order. */
+enum efi_cshm_path_value {
+	EFI_CSHM_PATH_RTT_MIN_US,
+	EFI_CSHM_PATH_SRTT_US,
+	EFI_CSHM_PATH_CWND_MILLI,
+	EFI_CSHM_PATH_RETRANSMISSIONS,
+	EFI_CSHM_PATH_SUSPECTED,
+	EFI_CSHM_PATH_RESTORED,
+	EFI_CSHM_PATH_VALUES,
+};
+
+/* JSON names, indexed by enum efi_cshm_path_value. */
+#define EFI_CSHM_PATH_VALUE_NAMES                                                       \
+	{ "rtt_min_us", "srtt_us", "window_milli", "retransmissions", "suspected", "restored" }
+
+/* Copying a peer entry into or out of the shared page while the other side
+ * may access it: field by field with relaxed atomics (the sequence count
+ * orders them), never a plain memcpy of shared memory. */
+static inline void efi_cshm_peer_store(struct efi_countershm_peer *dst,
+				       const struct efi_countershm_peer *src)
+{
+	__atomic_store_n(&dst->addr[0], src->addr[0], __ATOMIC_RELAXED);
+	__atomic_store_n(&dst->addr[1], src->addr[1], __ATOMIC_RELAXED);
+	__atomic_store_n(&dst->qps, src->qps, __ATOMIC_RELAXED);
+	__atomic_store_n(&dst->npaths, src->npaths, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < EFI_CSHM_MAX_PATHS; i++) {
+		struct efi_countershm_path *d = &dst->path[i];
+		const struct efi_countershm_path *s = &src->path[i];
+		__atomic_store_n(&d->state, s->state, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->rtt_min_us, s->rtt_min_us, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->srtt_us, s->srtt_us, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->cwnd_milli, s->cwnd_milli, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->retransmissions, s->retransmissions, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->suspected, s->suspected, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->restored, s->restored, __ATOMIC_RELAXED);
+	}
+}
+
+static inline void efi_cshm_peer_load(struct efi_countershm_peer *dst,
+				      const struct efi_countershm_peer *src)
+{
+	dst->addr[0] = __atomic_load_n(&src->addr[0], __ATOMIC_RELAXED);
+	dst->addr[1] = __atomic_load_n(&src->addr[1], __ATOMIC_RELAXED);
+	dst->qps = __atomic_load_n(&src->qps, __ATOMIC_RELAXED);
+	dst->npaths = __atomic_load_n(&src->npaths, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < EFI_CSHM_MAX_PATHS; i++) {
+		struct efi_countershm_path *d = &dst->path[i];
+		const struct efi_countershm_path *s = &src->path[i];
+		d->state = __atomic_load_n(&s->state, __ATOMIC_RELAXED);
+		d->rtt_min_us = __atomic_load_n(&s->rtt_min_us, __ATOMIC_RELAXED);
+		d->srtt_us = __atomic_load_n(&s->srtt_us, __ATOMIC_RELAXED);
+		d->cwnd_milli = __atomic_load_n(&s->cwnd_milli, __ATOMIC_RELAXED);
+		d->retransmissions = __atomic_load_n(&s->retransmissions, __ATOMIC_RELAXED);
+		d->suspected = __atomic_load_n(&s->suspected, __ATOMIC_RELAXED);
+		d->restored = __atomic_load_n(&s->restored, __ATOMIC_RELAXED);
+	}
+}
 
 /* JSON/human names, indexed by enum efi_countershm_index. */
 #define EFI_COUNTERSHM_NAMES                                                             \

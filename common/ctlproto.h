@@ -138,7 +138,19 @@ enum efi_ctl_attr {
 	/* OPEN_DEVICE reply */
 	EFI_A_CC_PARAMS = 74,   /* string: efid.conf [CongestionControl] as libefi's
 				 * "key=value,..." spec (libefi/cc.h); absent = defaults */
-	EFI_A_MAX,
+	/* LIST replies: inside an EFI_A_CONTEXT nest, the health of each path
+	 * to each remote peer (counters page version 2, countershm.h) */
+	EFI_A_PEER = 80,        /* nest, repeated: PEER_ADDR, PEER_QPS, PATH... */
+	EFI_A_PEER_ADDR = 81,   /* bin[16]: the peer's address (IPv4-mapped for IPv4), network order */
+	EFI_A_PEER_QPS = 82,    /* u32: the context's connected (RTS/SQD) QPs to that peer */
+	EFI_A_PEERS_OMITTED = 83, /* u32, in CONTEXT: further peers the page had no room for */
+	EFI_A_PATH = 84,        /* nest, repeated, in PEER: PATH_INDEX, PATH_STATE, PATH_VALUES */
+	EFI_A_PATH_INDEX = 85,  /* u32: 0..7, the path (UDP source port lane) */
+	EFI_A_PATH_STATE = 86,  /* u32: enum efi_cshm_path_state (0 active, 1 suspect) */
+	EFI_A_PATH_VALUES = 87, /* bin: EFI_CSHM_PATH_VALUES little-endian u64
+				 * (countershm.h enum efi_cshm_path_value order) */
+	/* 88, 89: reserved for more path-health fields */
+	EFI_A_MAX, /* keep last: parsers size their tables by it */
 };
 
 /* Private data the application may carry in each direction. */

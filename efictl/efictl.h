@@ -99,11 +99,32 @@ struct ec_gid {
 	union efi_gid gid;
 };
 
+/* One path to a peer, summed over the context's QPs to it
+ * (libefi/peer_table.h); values in enum efi_cshm_path_value order. */
+struct ec_path {
+	uint32_t index;
+	bool suspect;
+	uint64_t values[EFI_CSHM_PATH_VALUES];
+};
+
+/* A remote peer of a context and the health of each path to it. */
+struct ec_peer {
+	union efi_gid addr;
+	uint32_t qps;
+	struct ec_path *paths;
+	size_t npaths;
+};
+
 /* A libefi context on the interface: its process and transport counters
- * (common/countershm.h order). */
+ * (common/countershm.h order), and its peers (path_view.c; has_peers is
+ * false for a libefi that publishes no peer table). */
 struct ec_context {
 	uint32_t pid;
 	uint64_t counters[EFI_CSHM_COUNT];
+	bool has_peers;
+	uint32_t peers_omitted;
+	struct ec_peer *peers;
+	size_t npeers;
 };
 
 /* A connection-manager listener on the interface. */
@@ -173,6 +194,15 @@ void ec_cm_free(struct ec_iface *i);
 void ec_cm_json(struct json *j, const struct ec_iface *i);
 /* The human lines, indented by in2. */
 void ec_cm_print(FILE *f, const struct ec_iface *i, int in2);
+
+/* path_view.c: a CONTEXT nest's PEER / PEERS_OMITTED attribute into x;
+ * 1 when a was one of them, 0 when not, -EBADMSG / -ENOMEM. */
+int ec_peer_parse_attr(const struct ctl_attr *a, struct ec_context *x);
+void ec_peers_free(struct ec_context *x);
+/* The "peers" and "peers_omitted" keys of a context object. */
+void ec_peers_json(struct json *j, const struct ec_context *x);
+/* The human lines of a context's peers, indented by indent. */
+void ec_peers_print(FILE *f, const struct ec_context *x, int indent);
 
 /* The interface object of the JSON schema. */
 void ec_iface_json(struct json *j, const struct ec_iface *i);

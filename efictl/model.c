@@ -39,6 +39,8 @@ static const struct ctl_policy iface_policy[EFI_A_MAX] = {
 static const struct ctl_policy context_policy[EFI_A_MAX] = {
 	[EFI_A_PID] = { .kind = CTL_U32 },
 	[EFI_A_COUNTERS] = { .kind = CTL_BIN, .minlen = 8 * EFI_CSHM_COUNT, .maxlen = 8 * EFI_CSHM_COUNT },
+	[EFI_A_PEERS_OMITTED] = { .kind = CTL_U32 },
+	[EFI_A_PEER] = { .kind = CTL_NEST, .multi = true }, /* path_view.c */
 };
 
 static const struct ctl_policy gid_policy[EFI_A_MAX] = {
@@ -105,6 +107,8 @@ void ec_iface_free(struct ec_iface *i)
 		return;
 	free(i->addrs);
 	free(i->gids);
+	for (size_t k = 0; k < i->ncontexts; k++)
+		ec_peers_free(&i->contexts[k]);
 	free(i->contexts);
 	ec_cm_free(i);
 	i->contexts = NULL;
@@ -174,6 +178,18 @@ int ec_iface_parse(const struct ctl_attr *nest, struct ec_iface *out)
 				memcpy(&le, ctb[EFI_A_COUNTERS].data + 8 * k, 8);
 				x->counters[k] = le64toh(le);
 			}
+			struct ctl_iter cit;
+			struct ctl_attr ca;
+			ctl_iter_nest(&cit, &a);
+			while (ctl_iter_next(&cit, &ca)) {
+				r = ec_peer_parse_attr(&ca, x);
+				if (r == -ENOMEM)
+					goto nomem;
+				if (r < 0)
+					goto bad;
+			}
+			if (cit.err)
+				goto bad;
 		} else {
 			r = ec_cm_parse_attr(&a, out);
 			if (r == -ENOMEM)
@@ -357,6 +373,7 @@ void ec_iface_json(struct json *j, const struct ec_iface *i)
 			json_key(j, names[c]);
 			json_u64(j, i->contexts[k].counters[c]);
 		}
+		ec_peers_json(j, &i->contexts[k]);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
@@ -459,6 +476,7 @@ void ec_iface_print(FILE *f, const struct ec_iface *i, int indent)
 			c[EFI_CSHM_TX_BYTES], c[EFI_CSHM_RX_PACKETS], c[EFI_CSHM_RX_BYTES],
 			c[EFI_CSHM_RETRANSMISSIONS], c[EFI_CSHM_TIMEOUTS], c[EFI_CSHM_DUPLICATES],
 			c[EFI_CSHM_RNR_NAKS_SENT], c[EFI_CSHM_RNR_NAKS_RECEIVED], c[EFI_CSHM_DROPS]);
+		ec_peers_print(f, &i->contexts[k], in2 + 13);
 	}
 	if (i->has_leases && i->leases)
 		fprintf(f, "%*s%-12s %u context(s), %u QP(s)\n", in2, "", "leases", i->leases, i->qps);

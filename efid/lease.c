@@ -96,9 +96,13 @@ int lease_publish_counters(struct efid *d, struct lease *l, const struct peer *p
 	return 0;
 }
 
-/* Copies the page's values under its sequence count; false when the writer
- * kept it busy (or it is not a counters page at all). */
-static bool read_counters(const struct efi_countershm *c, uint64_t *out)
+/* Copies the page's values (and, from a version 2 page, its peer table)
+ * into *out under its sequence count; false when the writer kept it busy
+ * (or it is not a counters page at all).  The copy is bounded here, for
+ * every later use: npeers ≤ EFI_CSHM_MAX_PEERS, each npaths ≤
+ * EFI_CSHM_MAX_PATHS, and a page older than version 2 has no peers.  The
+ * writer is another process: nothing else in the copy is trusted either. */
+static bool read_counters(const struct efi_countershm *c, struct efi_countershm *out)
 {
 	if (__atomic_load_n(&c->magic, __ATOMIC_RELAXED) != EFI_COUNTERSHM_MAGIC)
 		return false;
@@ -106,11 +110,26 @@ static bool read_counters(const struct efi_countershm *c, uint64_t *out)
 		uint32_t s1 = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
 		if (s1 & 1)
 			continue;
+		out->version = __atomic_load_n(&c->version, __ATOMIC_RELAXED);
 		for (int i = 0; i < EFI_CSHM_COUNT; i++)
-			out[i] = __atomic_load_n(&c->value[i], __ATOMIC_RELAXED);
+			out->value[i] = __atomic_load_n(&c->value[i], __ATOMIC_RELAXED);
+		out->npeers = 0;
+		out->peers_omitted = 0;
+		if (out->version >= 2) {
+			out->npeers = __atomic_load_n(&c->npeers, __ATOMIC_RELAXED);
+			out->peers_omitted = __atomic_load_n(&c->peers_omitted, __ATOMIC_RELAXED);
+			if (out->npeers > EFI_CSHM_MAX_PEERS)
+				out->npeers = EFI_CSHM_MAX_PEERS;
+			for (uint32_t k = 0; k < out->npeers; k++)
+				efi_cshm_peer_load(&out->peer[k], &c->peer[k]);
+		}
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&c->seq, __ATOMIC_RELAXED) == s1)
-			return true;
+		if (__atomic_load_n(&c->seq, __ATOMIC_RELAXED) != s1)
+			continue;
+		for (uint32_t k = 0; k < out->npeers; k++)
+			if (out->peer[k].npaths > EFI_CSHM_MAX_PATHS)
+				out->peer[k].npaths = EFI_CSHM_MAX_PATHS;
+		return true;
 	}
 	return false;
 }
@@ -134,14 +153,44 @@ void lease_put_contexts(struct efid *d, struct ctl_buf *b, const char *instance,
 			continue;
 		if (nseen < sizeof(seen) / sizeof(seen[0]))
 			seen[nseen++] = l;
-		uint64_t v[EFI_CSHM_COUNT], le[EFI_CSHM_COUNT];
-		if (!read_counters(l->counters, v))
+		struct efi_countershm snap; /* a private copy: the page may change under us */
+		uint64_t le[EFI_CSHM_COUNT];
+		if (!read_counters(l->counters, &snap))
 			continue;
 		for (int i = 0; i < EFI_CSHM_COUNT; i++)
-			le[i] = htole64(v[i]);
+			le[i] = htole64(snap.value[i]);
 		size_t nest = ctl_nest_begin(b, EFI_A_CONTEXT);
 		ctl_put_u32(b, EFI_A_PID, (uint32_t)l->pid);
 		ctl_put(b, EFI_A_COUNTERS, le, sizeof(le));
+		if (snap.version >= 2)
+			ctl_put_u32(b, EFI_A_PEERS_OMITTED, snap.peers_omitted);
+		/* Path health per peer: read_counters bounded the counts; a path
+		 * in a state efid does not know is left out, never passed on. */
+		for (uint32_t k = 0; k < snap.npeers; k++) {
+			const struct efi_countershm_peer *pe = &snap.peer[k];
+			size_t pn = ctl_nest_begin(b, EFI_A_PEER);
+			ctl_put(b, EFI_A_PEER_ADDR, pe->addr, 16);
+			ctl_put_u32(b, EFI_A_PEER_QPS, pe->qps);
+			for (uint32_t i = 0; i < pe->npaths; i++) {
+				const struct efi_countershm_path *pa = &pe->path[i];
+				if (pa->state != EFI_CSHM_PATH_ACTIVE && pa->state != EFI_CSHM_PATH_SUSPECT)
+					continue;
+				uint64_t pv[EFI_CSHM_PATH_VALUES] = {
+					[EFI_CSHM_PATH_RTT_MIN_US] = htole64(pa->rtt_min_us),
+					[EFI_CSHM_PATH_SRTT_US] = htole64(pa->srtt_us),
+					[EFI_CSHM_PATH_CWND_MILLI] = htole64(pa->cwnd_milli),
+					[EFI_CSHM_PATH_RETRANSMISSIONS] = htole64(pa->retransmissions),
+					[EFI_CSHM_PATH_SUSPECTED] = htole64(pa->suspected),
+					[EFI_CSHM_PATH_RESTORED] = htole64(pa->restored),
+				};
+				size_t an = ctl_nest_begin(b, EFI_A_PATH);
+				ctl_put_u32(b, EFI_A_PATH_INDEX, i);
+				ctl_put_u32(b, EFI_A_PATH_STATE, pa->state);
+				ctl_put(b, EFI_A_PATH_VALUES, pv, sizeof(pv));
+				ctl_nest_end(b, an);
+			}
+			ctl_nest_end(b, pn);
+		}
 		ctl_nest_end(b, nest);
 	}
 }

@@ -15,6 +15,7 @@
 #include "countershm.h"
 #include "ctlclient.h"
 #include "efi_int.h"
+#include "peer_table.h"
 
 #define PUBLISH_INTERVAL_NS (100ull * 1000 * 1000)
 
@@ -59,10 +60,38 @@ out:
 	close(fd);
 }
 
-/* Progress thread only; takes ctx->lock (inside efi_query_context_counters). */
+/* Only QPs that are connected and may carry traffic count: RTS/SQD (the
+ * peer address is set on the way to RTR; RTR alone only answers, ERR is
+ * over). */
+static bool qp_connected(const struct efi_qp_int *qp)
+{
+	return (qp->attr.qp_state == EFI_QPS_RTS || qp->attr.qp_state == EFI_QPS_SQD) &&
+	       qp->peer.sin6_family == AF_INET6;
+}
+
+/* Takes ctx->lock: the QP list and every QP's paths are the transport's. */
+static void build_peer_table(struct efi_context_int *ctx, struct efi_peer_table *t)
+{
+	pthread_mutex_lock(&ctx->lock);
+	efi_peer_table_init(t, ctx->nqp);
+	for (const struct efi_qp_int *qp = ctx->qp_list; qp; qp = qp->next_active) {
+		if (!qp_connected(qp))
+			continue;
+		bool busy = qp->sq_head != qp->sq_tail || qp->pipe != 0;
+		efi_peer_table_add(t, qp->peer.sin6_addr.s6_addr, qp->paths, qp->npaths, busy);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* Progress thread only; takes ctx->lock twice (inside
+ * efi_query_context_counters, then for the peer table), never while writing
+ * the page. */
 void efi_counters_publish(struct efi_context_int *ctx)
 {
 	struct efi_countershm *p = __atomic_load_n(&ctx->cshm, __ATOMIC_ACQUIRE);
+	struct efi_countershm_peer peers[EFI_CSHM_MAX_PEERS];
+	struct efi_peer_table table;
+	uint32_t npeers, omitted;
 	struct efi_counters c;
 	uint64_t now;
 
@@ -74,6 +103,9 @@ void efi_counters_publish(struct efi_context_int *ctx)
 	ctx->cshm_next_ns = now + PUBLISH_INTERVAL_NS;
 	if (efi_query_context_counters(&ctx->pub, &c))
 		return;
+	build_peer_table(ctx, &table);
+	efi_peer_table_result(&table, peers, &npeers, &omitted);
+	efi_peer_table_fini(&table);
 	uint32_t seq = __atomic_load_n(&p->seq, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
@@ -93,6 +125,10 @@ void efi_counters_publish(struct efi_context_int *ctx)
 	};
 	for (int i = 0; i < EFI_CSHM_COUNT; i++)
 		__atomic_store_n(&p->value[i], v[i], __ATOMIC_RELAXED);
+	__atomic_store_n(&p->npeers, npeers, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->peers_omitted, omitted, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < EFI_CSHM_MAX_PEERS; i++)
+		efi_cshm_peer_store(&p->peer[i], &peers[i]);
 	__atomic_store_n(&p->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
