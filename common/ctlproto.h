@@ -97,9 +97,10 @@ enum efi_ctl_attr {
 	EFI_A_NETNS = 32,       /* str: "present" | "missing" */
 	EFI_A_STRAY = 33,       /* nest, repeated: a device efid made but has no record of;
 	                           EFI_A_HOST_IFNAME, optional EFI_A_INSTANCE/EFI_A_IFNAME */
-	/* OPEN_DEVICE replies (with one SCM_RIGHTS descriptor: the UDP socket) */
-	EFI_A_PORT = 40,        /* u32: the UDP port the passed socket is bound to */
-	EFI_A_PORT_BASE = 41,   /* u32: fabric-wide; udp_port = PORT_BASE + (qpn >> 12) */
+	/* OPEN_DEVICE replies (with SCM_RIGHTS descriptors: the UDP sockets, one
+	 * per lane, EFI_A_LANES) */
+	EFI_A_PORT = 40,        /* u32: the UDP port lane 0's socket is bound to */
+	EFI_A_PORT_BASE = 41,   /* u32: fabric-wide; lane 0's udp_port = PORT_BASE + (qpn >> 12) */
 	EFI_A_QPN_BASE = 42,    /* u32: first QPN of the leased block (= slot << 12) */
 	EFI_A_QPN_COUNT = 43,   /* u32: QPNs in the block (4096) */
 	/* LIST replies: inside an EFI_A_IFACE nest, one per open libefi context */
@@ -138,6 +139,9 @@ enum efi_ctl_attr {
 	/* OPEN_DEVICE reply */
 	EFI_A_CC_PARAMS = 74,   /* string: efid.conf [CongestionControl] as libefi's
 				 * "key=value,..." spec (libefi/cc.h); absent = defaults */
+	EFI_A_LANES = 75,       /* u32, OPEN_DEVICE reply: sockets passed, one per lane
+				 * (path), lane L bound to PORT_BASE + L*4096 + (qpn >> 12);
+				 * absent = 1 */
 	/* LIST replies: inside an EFI_A_CONTEXT nest, the health of each path
 	 * to each remote peer (counters page version 2, countershm.h) */
 	EFI_A_PEER = 80,        /* nest, repeated: PEER_ADDR, PEER_QPS, PATH... */

@@ -52,11 +52,12 @@ struct client {
 	struct pending_fd {
 		size_t offset;
 		int fd;
-	} fds[4];
+	} fds[2 * EFI_CTL_MAX_FDS];
 	unsigned nfds;
-	/* Descriptors received and not yet claimed by a request (PUBLISH_COUNTERS
-	 * takes one); dropped once no request is in flight. */
-	int in_fds[4];
+	/* Descriptors received and not yet claimed by a request (the next
+	 * request takes them all: PUBLISH_COUNTERS one, LEASE_RESUME one per
+	 * lane); dropped once no request is in flight. */
+	int in_fds[EFI_CTL_MAX_FDS];
 	unsigned nin_fds;
 };
 
@@ -116,24 +117,29 @@ static int client_flush(struct client *c)
 {
 	while (c->out_off < c->out_len) {
 		size_t end = c->out_len;
-		bool with_fd = c->nfds && c->fds[0].offset == c->out_off;
+		/* The descriptors of the frame starting here go in one message. */
+		unsigned k = 0;
+		while (k < c->nfds && k < EFI_CTL_MAX_FDS && c->fds[k].offset == c->out_off)
+			k++;
+		bool with_fd = k > 0;
 		if (!with_fd && c->nfds)
 			end = c->fds[0].offset;
 		struct iovec iov = { .iov_base = c->out + c->out_off, .iov_len = end - c->out_off };
 		union {
-			char buf[CMSG_SPACE(sizeof(int))];
+			char buf[CMSG_SPACE(sizeof(int) * EFI_CTL_MAX_FDS)];
 			struct cmsghdr align;
 		} u;
 		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
 		if (with_fd) {
 			memset(&u, 0, sizeof(u));
 			msg.msg_control = u.buf;
-			msg.msg_controllen = sizeof(u.buf);
+			msg.msg_controllen = CMSG_SPACE(sizeof(int) * k);
 			struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
 			cm->cmsg_level = SOL_SOCKET;
 			cm->cmsg_type = SCM_RIGHTS;
-			cm->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(cm), &c->fds[0].fd, sizeof(int));
+			cm->cmsg_len = CMSG_LEN(sizeof(int) * k);
+			for (unsigned i = 0; i < k; i++)
+				memcpy(CMSG_DATA(cm) + i * sizeof(int), &c->fds[i].fd, sizeof(int));
 		}
 		ssize_t n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
@@ -144,10 +150,11 @@ static int client_flush(struct client *c)
 			return -errno;
 		}
 		if (with_fd && n > 0) {
-			/* The client has its own reference now. */
-			close(c->fds[0].fd);
-			memmove(&c->fds[0], &c->fds[1], (c->nfds - 1) * sizeof(c->fds[0]));
-			c->nfds--;
+			/* The client has its own references now. */
+			for (unsigned i = 0; i < k; i++)
+				close(c->fds[i].fd);
+			memmove(&c->fds[0], &c->fds[k], (c->nfds - k) * sizeof(c->fds[0]));
+			c->nfds -= k;
 		}
 		c->out_off += (size_t)n;
 	}
@@ -176,10 +183,10 @@ static int client_queue(struct client *c, const uint8_t *data, size_t len)
 }
 
 /* Queues a reply: STATUS, then ERROR when failing, then the body's
- * attributes; pass_fd (or -1) travels with it and is owned by the client
- * state from here on (closed if it cannot be queued). */
+ * attributes; the descriptors of pass (or NULL) travel with it and are owned
+ * by the client state from here on (closed if they cannot be queued). */
 static int client_reply(struct client *c, uint32_t seq, int status, const char *err,
-			const struct ctl_buf *body, int pass_fd)
+			const struct ctl_buf *body, struct ctl_fds *pass)
 {
 	struct ctl_buf b;
 	int r;
@@ -216,23 +223,24 @@ static int client_reply(struct client *c, uint32_t seq, int status, const char *
 		ctl_put_str(&b, EFI_A_ERROR, r == -EMSGSIZE ? "the reply is too large; narrow the request (e.g. name one instance)" : "efid is out of memory");
 		r = ctl_msg_end(&b);
 	}
-	if (r == 0 && pass_fd >= 0 && status == 0 &&
-	    c->nfds < sizeof(c->fds) / sizeof(c->fds[0])) {
+	if (r == 0 && pass && pass->n && status == 0 &&
+	    c->nfds + pass->n <= sizeof(c->fds) / sizeof(c->fds[0])) {
 		size_t offset = c->out_len;
 		if (c->out_off > 0 && c->out_off == c->out_len)
 			offset = 0; /* client_queue restarts an empty buffer */
 		r = client_queue(c, b.data, b.len);
-		if (r == 0) {
+		for (unsigned i = 0; r == 0 && i < pass->n; i++) {
 			c->fds[c->nfds].offset = offset;
-			c->fds[c->nfds].fd = pass_fd;
+			c->fds[c->nfds].fd = pass->fd[i];
 			c->nfds++;
-			pass_fd = -1;
 		}
+		if (r == 0)
+			pass->n = 0;
 	} else if (r == 0) {
 		r = client_queue(c, b.data, b.len);
 	}
-	if (pass_fd >= 0)
-		close(pass_fd);
+	if (pass)
+		ctl_fds_close(pass);
 	ctl_buf_free(&b);
 	return r;
 }
@@ -266,7 +274,7 @@ static int client_process(struct client *c)
 			if (r != -EPROTO)
 				memcpy(&seq, c->in + off + 12, 4), seq = le32toh(seq);
 			log_debug("client %u: framing error: %s", c->id, strerror(-r));
-			client_reply(c, seq, r, framing_error(r), NULL, -1);
+			client_reply(c, seq, r, framing_error(r), NULL, NULL);
 			c->close_after_flush = true;
 			off = c->in_len;
 			break;
@@ -278,31 +286,29 @@ static int client_process(struct client *c)
 		struct ctl_buf body;
 		ctl_buf_init(&body);
 		ctl_msg_begin(&body, EFI_CTL_REPLY, h.seq);
-		int status, pass_fd = -1;
+		int status;
+		struct ctl_fds in = { .n = 0 }, pass = { .n = 0 };
 		if (h.type == EFI_CTL_REPLY) {
 			status = -EBADMSG;
 			snprintf(err, sizeof(err), "a reply is not a request");
 		} else {
-			int in_fd = -1;
-			if (c->nin_fds) {
-				in_fd = c->in_fds[0];
-				memmove(&c->in_fds[0], &c->in_fds[1], (c->nin_fds - 1) * sizeof(int));
-				c->nin_fds--;
-			}
+			/* The request takes every descriptor that came before it. */
+			memcpy(in.fd, c->in_fds, c->nin_fds * sizeof(int));
+			in.n = c->nin_fds;
+			c->nin_fds = 0;
 			if (cm_is_request(h.type)) {
-				if (in_fd >= 0)
-					close(in_fd);
+				ctl_fds_close(&in);
 				status = cm_handle_request(c->ctl->d, c, h.type, payload, h.length,
 							   &body, err, sizeof(err));
 			} else {
 				status = handle_request(c->ctl->d, &c->peer, c->lease, h.type,
-							payload, h.length, &body, in_fd, &pass_fd,
+							payload, h.length, &body, &in, &pass,
 							err, sizeof(err));
 			}
 		}
 		if (status > 0)
 			status = 0;
-		if (client_reply(c, h.seq, status, err, &body, pass_fd) < 0)
+		if (client_reply(c, h.seq, status, err, &body, &pass) < 0)
 			c->close_after_flush = true;
 		ctl_buf_free(&body);
 		off += CTL_HDR_SIZE + h.length;

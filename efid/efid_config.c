@@ -39,6 +39,7 @@ void efid_config_defaults(struct efid_config *c)
 	c->default_mtu = 0;
 	snprintf(c->default_kind, sizeof(c->default_kind), "veth");
 	c->port_base = EFID_PORT_BASE_DEFAULT;
+	c->lanes = EFID_LANES_DEFAULT;
 	c->cm_port = EFID_CM_PORT_DEFAULT;
 }
 
@@ -187,7 +188,19 @@ static int transport_key(struct efid_config *c, const char *key, const char *val
 		c->port_base = (uint32_t)v;
 		return 0;
 	}
-	set_err(err, errlen, "unknown key %.64s= in [Transport]; known keys: PortBase", key);
+	if (strcasecmp(key, "Lanes") == 0) {
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(value, &end, 10);
+		if (!*value || *end || errno || v < 1 || v > EFID_LANES_MAX) {
+			set_err(err, errlen, "Lanes='%.32s' is invalid: use 1..%u (UDP ports, i.e. paths, per context)",
+				value, EFID_LANES_MAX);
+			return -EINVAL;
+		}
+		c->lanes = (uint32_t)v;
+		return 0;
+	}
+	set_err(err, errlen, "unknown key %.64s= in [Transport]; known keys: PortBase, Lanes", key);
 	return -EINVAL;
 }
 
@@ -344,14 +357,25 @@ static int check_cc(const struct efid_config *c, const char *name, char *err, si
 	return 0;
 }
 
-/* The CM port must not be one a wire endpoint can be bound to. */
+/* Every lane's ports must exist, and the CM port must not be one a wire
+ * endpoint can be bound to. */
 static int check_ports(const struct efid_config *c, const char *name, char *err, size_t errlen)
 {
-	if (c->cm_port > c->port_base && c->cm_port <= c->port_base + 4095u) {
+	if (EFID_PORT_TOP(c) > 65535u) {
 		set_err(err, errlen,
-			"%s: [ConnectionManager] Port=%u lies among the wire ports %u..%u ([Transport] PortBase=%u): choose another",
-			name, c->cm_port, c->port_base + 1, c->port_base + 4095u, c->port_base);
+			"%s: [Transport] PortBase=%u with Lanes=%u needs ports up to %u: lower PortBase to at most %u or use fewer lanes",
+			name, c->port_base, c->lanes, EFID_PORT_TOP(c),
+			65535u - (c->lanes - 1) * EFID_LANE_STRIDE - 4095u);
 		return -EINVAL;
+	}
+	for (uint32_t lane = 0; lane < c->lanes; lane++) {
+		uint32_t lo = c->port_base + lane * EFID_LANE_STRIDE + 1, hi = lo + 4094u;
+		if (c->cm_port >= lo && c->cm_port <= hi) {
+			set_err(err, errlen,
+				"%s: [ConnectionManager] Port=%u lies among the wire ports %u..%u of lane %u ([Transport] PortBase=%u, Lanes=%u): choose another",
+				name, c->cm_port, lo, hi, lane, c->port_base, c->lanes);
+			return -EINVAL;
+		}
 	}
 	return 0;
 }

@@ -15,6 +15,7 @@
  *   DefaultKind=veth
  *   [Transport]
  *   PortBase=20000         # fabric-wide: every host must use the same value
+ *   Lanes=4                # fabric-wide: paths (UDP source ports) per context
  *   [ConnectionManager]
  *   Port=19999             # fabric-wide UDP port efids negotiate connections on
  *   [Limits]               # per instance, summed over its processes; 0 = no limit
@@ -40,7 +41,8 @@ struct efid_config {
 	char default_uplink[16];
 	uint32_t default_mtu;
 	char default_kind[16];
-	uint32_t port_base;          /* [Transport] PortBase: UDP port = PortBase + (QPN >> 12) */
+	uint32_t port_base;          /* [Transport] PortBase: UDP port = PortBase + lane × 4096 + (QPN >> 12) */
+	uint32_t lanes;              /* [Transport] Lanes: UDP sockets (paths) per context */
 	uint32_t cm_port;            /* [ConnectionManager] Port: efid ⇄ efid, in each instance */
 	/* [Limits], per instance; 0 = unlimited */
 	uint32_t max_qps, max_mrs, max_listeners;
@@ -52,9 +54,15 @@ struct efid_config {
 
 #define EFID_CM_PORT_DEFAULT 19999u
 
-/* PortBase must leave room for 4095 slots above it. */
+/* PortBase must leave room for Lanes × 4096 ports above it (slots 1..4095
+ * of each lane). */
 #define EFID_PORT_BASE_DEFAULT 20000u
 #define EFID_PORT_BASE_MAX (65535u - 4095u)
+#define EFID_LANES_DEFAULT 4u
+#define EFID_LANES_MAX 8u     /* libefi's EFI_MAX_PATHS */
+#define EFID_LANE_STRIDE 4096u
+/* The highest wire port of a configuration. */
+#define EFID_PORT_TOP(c) ((c)->port_base + ((c)->lanes - 1) * EFID_LANE_STRIDE + 4095u)
 
 /* Fills the embedded defaults. */
 void efid_config_defaults(struct efid_config *c);

@@ -390,7 +390,7 @@ store_fail:
 }
 
 static int handle_open_device(struct efid *d, const struct peer *p, struct lease *lease,
-			      struct ctl_attr *tb, struct ctl_buf *body, int *fd_out, char *err,
+			      struct ctl_attr *tb, struct ctl_buf *body, struct ctl_fds *out, char *err,
 			      size_t errlen)
 {
 	const char *ifname;
@@ -399,12 +399,12 @@ static int handle_open_device(struct efid *d, const struct peer *p, struct lease
 		return -EINVAL;
 	}
 	ctl_attr_str(&tb[EFI_A_IFNAME], &ifname);
-	return lease_open_device(d, lease, p, ifname, body, fd_out, err, errlen);
+	return lease_open_device(d, lease, p, ifname, body, out, err, errlen);
 }
 
 static int dispatch(struct efid *d, const struct peer *peer, struct lease *lease, uint16_t type,
-		    const uint8_t *payload, size_t len, struct ctl_buf *body, int *fd_in,
-		    int *fd_out, char *err, size_t errlen)
+		    const uint8_t *payload, size_t len, struct ctl_buf *body, struct ctl_fds *in,
+		    struct ctl_fds *out, char *err, size_t errlen)
 {
 	struct ctl_attr tb[POLICY_SIZE];
 	uint16_t bad = 0;
@@ -450,22 +450,16 @@ static int dispatch(struct efid *d, const struct peer *peer, struct lease *lease
 		return r;
 	}
 	case EFI_CTL_OPEN_DEVICE:
-		return handle_open_device(d, peer, lease, tb, body, fd_out, err, errlen);
+		return handle_open_device(d, peer, lease, tb, body, out, err, errlen);
 	case EFI_CTL_PUBLISH_COUNTERS:
-		if (*fd_in < 0) {
+		if (in->n != 1) {
 			snprintf(err, errlen, "publish-counters needs one descriptor: the counters page");
 			return -EINVAL;
 		}
-		{
-			int fd = *fd_in;
-			*fd_in = -1;
-			return lease_publish_counters(d, lease, peer, fd, err, errlen);
-		}
-	case EFI_CTL_LEASE_RESUME: {
-		int fd = *fd_in;
-		*fd_in = -1;
-		return lease_resume(d, lease, peer, tb, fd, body, err, errlen);
-	}
+		in->n = 0;
+		return lease_publish_counters(d, lease, peer, in->fd[0], err, errlen);
+	case EFI_CTL_LEASE_RESUME:
+		return lease_resume(d, lease, peer, tb, in, body, err, errlen);
 	case EFI_CTL_RESERVE:
 		return lease_reserve(d, lease, tb, body, err, errlen);
 	case EFI_CTL_RELEASE:
@@ -476,11 +470,10 @@ static int dispatch(struct efid *d, const struct peer *peer, struct lease *lease
 }
 
 int handle_request(struct efid *d, const struct peer *peer, struct lease *lease, uint16_t type,
-		   const uint8_t *payload, size_t len, struct ctl_buf *body, int fd_in, int *fd_out,
-		   char *err, size_t errlen)
+		   const uint8_t *payload, size_t len, struct ctl_buf *body, struct ctl_fds *in,
+		   struct ctl_fds *out, char *err, size_t errlen)
 {
-	int r = dispatch(d, peer, lease, type, payload, len, body, &fd_in, fd_out, err, errlen);
-	if (fd_in >= 0)
-		close(fd_in); /* a descriptor nobody asked for */
+	int r = dispatch(d, peer, lease, type, payload, len, body, in, out, err, errlen);
+	ctl_fds_close(in); /* descriptors nobody asked for */
 	return r;
 }

@@ -13,21 +13,37 @@
 #include "auth.h"
 #include "ctlmsg.h"
 
+#include <unistd.h>
+
+#include "ctlproto.h"
+
 struct efid;
 struct lease;
+
+/* Descriptors that travel with one message (SCM_RIGHTS), in order. */
+struct ctl_fds {
+	int fd[EFI_CTL_MAX_FDS];
+	unsigned n;
+};
+
+static inline void ctl_fds_close(struct ctl_fds *f)
+{
+	while (f->n)
+		close(f->fd[--f->n]);
+}
 
 /*
  * Handles one request of type `type` with attributes payload[0..len) from
  * a client whose endpoint leases are `lease`.  Appends the reply's result
- * attributes to body (a message begun by the caller).  fd_in (or -1) is a
- * descriptor that came with the request; handle_request always consumes
- * (keeps or closes) it.  *fd_out (initially
- * -1) may receive a descriptor to pass with the reply, which the caller
- * then owns.  Returns 0, or a negative errno with a message in err that
- * says what was wrong and what to do.
+ * attributes to body (a message begun by the caller).  in holds the
+ * descriptors that came with the request; handle_request always consumes
+ * (keeps or closes) them and leaves in empty.  out (initially empty) may
+ * receive descriptors to pass with the reply, which the caller then owns.
+ * Returns 0, or a negative errno with a message in err that says what was
+ * wrong and what to do.
  */
 int handle_request(struct efid *d, const struct peer *peer, struct lease *lease, uint16_t type,
-		   const uint8_t *payload, size_t len, struct ctl_buf *body, int fd_in, int *fd_out,
-		   char *err, size_t errlen);
+		   const uint8_t *payload, size_t len, struct ctl_buf *body, struct ctl_fds *in,
+		   struct ctl_fds *out, char *err, size_t errlen);
 
 #endif

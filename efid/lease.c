@@ -259,49 +259,76 @@ int lease_add_slot(struct efid *d, struct lease *l, const struct peer *p, const 
 	return 0;
 }
 
+unsigned lease_lane_port(const struct efid *d, unsigned slot, unsigned lane)
+{
+	return d->config.port_base + lane * EFID_LANE_STRIDE + slot;
+}
+
 struct make_socket {
 	const char *ifname;
-	unsigned port;
-	int fd;   /* out */
+	unsigned port[EFID_LANES_MAX]; /* one per lane */
+	unsigned nlanes;
+	int fd[EFID_LANES_MAX];        /* out */
 	int err;  /* out: errno of the failing step */
 	const char *step;
+	unsigned failed_port;
 };
 
-/* Runs inside the instance's namespace: the socket belongs to it for life. */
-static int make_socket_in_netns(void *ud)
+/* One lane's socket, inside the instance's namespace: the socket belongs to
+ * it for life.  Returns the descriptor or -1 with errno and m->step. */
+static int make_one_socket(struct make_socket *m, unsigned port)
 {
-	struct make_socket *m = ud;
 	int off = 0, buf = LEASE_SOCKET_BUFFER;
-	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)m->port),
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port),
 				     .sin6_addr = IN6ADDR_ANY_INIT };
+	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
-	m->fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (m->fd < 0) {
+	if (fd < 0) {
 		m->step = "socket";
-		goto fail;
+		return -1;
 	}
 	m->step = "IPV6_V6ONLY";
-	if (setsockopt(m->fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) < 0)
+	if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) < 0)
 		goto fail;
 	m->step = "SO_BINDTODEVICE";
-	if (setsockopt(m->fd, SOL_SOCKET, SO_BINDTODEVICE, m->ifname, (socklen_t)strlen(m->ifname)) < 0)
+	if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, m->ifname, (socklen_t)strlen(m->ifname)) < 0)
 		goto fail;
 	/* Loss at high rates is receive-buffer overflow (shared/TESTBED.md):
 	 * size the buffers deliberately, past rmem_max (efid has CAP_NET_ADMIN). */
-	if (setsockopt(m->fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) < 0)
-		setsockopt(m->fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
-	if (setsockopt(m->fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) < 0)
-		setsockopt(m->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &buf, sizeof(buf)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
 	m->step = "bind";
-	if (bind(m->fd, (struct sockaddr *)&sin6, sizeof(sin6)) < 0)
+	if (bind(fd, (struct sockaddr *)&sin6, sizeof(sin6)) < 0)
 		goto fail;
+	return fd;
+fail:;
+	int e = errno;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
+/* Runs inside the instance's namespace: every lane's socket, or none. */
+static int make_socket_in_netns(void *ud)
+{
+	struct make_socket *m = ud;
+	unsigned i;
+
+	for (i = 0; i < m->nlanes; i++) {
+		m->fd[i] = make_one_socket(m, m->port[i]);
+		if (m->fd[i] < 0) {
+			m->err = errno;
+			m->failed_port = m->port[i];
+			while (i--) {
+				close(m->fd[i]);
+				m->fd[i] = -1;
+			}
+			return -m->err;
+		}
+	}
 	return 0;
-fail:
-	m->err = errno;
-	if (m->fd >= 0)
-		close(m->fd);
-	m->fd = -1;
-	return -m->err;
 }
 
 static void put_reply(struct efid *d, struct ctl_buf *b, const struct store_iface *it,
@@ -326,6 +353,7 @@ static void put_reply(struct efid *d, struct ctl_buf *b, const struct store_ifac
 	}
 	ctl_put_u32(b, EFI_A_PORT, port);
 	ctl_put_u32(b, EFI_A_PORT_BASE, d->config.port_base);
+	ctl_put_u32(b, EFI_A_LANES, d->config.lanes);
 	ctl_put_u32(b, EFI_A_QPN_BASE, slot << LEASE_SLOT_BITS);
 	ctl_put_u32(b, EFI_A_QPN_COUNT, LEASE_QPNS_PER_SLOT);
 	if (d->config.cc_spec[0])
@@ -333,13 +361,12 @@ static void put_reply(struct efid *d, struct ctl_buf *b, const struct store_ifac
 }
 
 int lease_open_device(struct efid *d, struct lease *l, const struct peer *p, const char *ifname,
-		      struct ctl_buf *body, int *fd_out, char *err, size_t errlen)
+		      struct ctl_buf *body, struct ctl_fds *out, char *err, size_t errlen)
 {
 	struct lease_registry *reg = lease_registry(d);
 	struct store_iface it;
 	int r;
 
-	*fd_out = -1;
 	if (!reg || !l)
 		return -ENOMEM;
 	if (!p->instance[0]) {
@@ -373,16 +400,17 @@ int lease_open_device(struct efid *d, struct lease *l, const struct peer *p, con
 		snprintf(err, errlen, "cannot enter instance '%s': %s", p->instance, strerror(-ns));
 		return ns;
 	}
-	/* Find a slot whose port is free in this namespace: skip slots efid
-	 * leased, and ports something else holds (EADDRINUSE). */
-	struct make_socket m = { .ifname = it.spec.name, .fd = -1 };
+	/* Find a slot whose ports are free in this namespace on every lane:
+	 * skip slots efid leased, and ports something else holds (EADDRINUSE). */
+	struct make_socket m = { .ifname = it.spec.name, .nlanes = d->config.lanes };
 	unsigned slot = 0;
 	r = -EADDRINUSE;
 	for (unsigned tries = 0; tries < LEASE_MAX_SLOTS; tries++) {
 		unsigned cand = 1 + (reg->cursor++ % LEASE_MAX_SLOTS);
 		if (lease_slot_taken(reg, p->instance, cand))
 			continue;
-		m.port = d->config.port_base + cand;
+		for (unsigned lane = 0; lane < m.nlanes; lane++)
+			m.port[lane] = lease_lane_port(d, cand, lane);
 		r = netns_run(d->kernel->self_netns_fd, ns, make_socket_in_netns, &m);
 		if (r == 0) {
 			slot = cand;
@@ -394,23 +422,27 @@ int lease_open_device(struct efid *d, struct lease *l, const struct peer *p, con
 	close(ns);
 	if (r < 0) {
 		if (r == -EADDRINUSE)
-			snprintf(err, errlen, "no free port in %u..%u in instance '%s'",
-				 d->config.port_base + 1, d->config.port_base + LEASE_MAX_SLOTS,
+			snprintf(err, errlen, "no slot with free ports on all %u lanes (PortBase %u + lane*%u + 1..%u) in instance '%s'",
+				 m.nlanes, d->config.port_base, EFID_LANE_STRIDE, LEASE_MAX_SLOTS,
 				 p->instance);
 		else
-			snprintf(err, errlen, "cannot create the endpoint on %s/%s (%s): %s",
-				 p->instance, ifname, m.step ? m.step : "setns", strerror(-r));
+			snprintf(err, errlen, "cannot create the endpoint on %s/%s, port %u (%s): %s",
+				 p->instance, ifname, m.failed_port, m.step ? m.step : "setns",
+				 strerror(-r));
 		return r;
 	}
 
-	put_reply(d, body, &it, slot, m.port);
+	put_reply(d, body, &it, slot, m.port[0]);
 	r = body->err ? body->err : lease_add_slot(d, l, p, it.spec.name, slot);
 	if (r) {
-		close(m.fd);
+		for (unsigned lane = 0; lane < m.nlanes; lane++)
+			close(m.fd[lane]);
 		return r;
 	}
-	*fd_out = m.fd;
-	log_debug("lease: slot %u (port %u, QPNs 0x%06x..) of %s/%s to pid %d", slot, m.port,
-		  slot << LEASE_SLOT_BITS, p->instance, ifname, (int)p->pid);
+	for (unsigned lane = 0; lane < m.nlanes; lane++)
+		out->fd[out->n++] = m.fd[lane];
+	log_debug("lease: slot %u (ports %u + lane*%u, %u lanes, QPNs 0x%06x..) of %s/%s to pid %d",
+		  slot, m.port[0], EFID_LANE_STRIDE, m.nlanes, slot << LEASE_SLOT_BITS, p->instance,
+		  ifname, (int)p->pid);
 	return 0;
 }

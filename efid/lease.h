@@ -4,8 +4,9 @@
  * endpoint on one of its instance's interfaces: efid makes a UDP socket
  * inside the instance's namespace, bound to the interface on the port of a
  * free slot, and hands it over.  The slot's 4096 QPNs belong to that
- * context: qpn = slot << 12 | index, port = PortBase + slot, so a peer finds
- * the port from the QPN alone.  The lease lives as long as the control
+ * context: qpn = slot << 12 | index, and its lanes (one socket per path,
+ * [Transport] Lanes) are bound to port PortBase + lane × 4096 + slot, so a
+ * peer finds every port from the QPN alone.  The lease lives as long as the control
  * connection that took it; when the process exits or crashes, efid frees
  * its slots.
  */
@@ -19,6 +20,7 @@
 
 #include "auth.h"
 #include "ctlmsg.h"
+#include "handlers.h"
 
 #define LEASE_SLOT_BITS 12
 #define LEASE_QPNS_PER_SLOT (1u << LEASE_SLOT_BITS)
@@ -39,12 +41,15 @@ void lease_free(struct efid *d, struct lease *l);
 
 /*
  * OPEN_DEVICE: checks that the caller lives in the instance owning ifname,
- * takes a free slot, creates and binds the socket, and appends the reply
- * attributes to body.  *fd_out receives the socket (the caller sends and
- * closes it).  Returns 0 or -errno with a message in err.
+ * takes a slot whose ports are free on every lane, creates and binds the
+ * sockets, and appends the reply attributes to body.  out receives the
+ * sockets in lane order (the caller sends and closes them).  Returns 0 or
+ * -errno with a message in err.
  */
 int lease_open_device(struct efid *d, struct lease *l, const struct peer *p, const char *ifname,
-		      struct ctl_buf *body, int *fd_out, char *err, size_t errlen);
+		      struct ctl_buf *body, struct ctl_fds *out, char *err, size_t errlen);
+/* The port of lane `lane` of slot `slot`. */
+unsigned lease_lane_port(const struct efid *d, unsigned slot, unsigned lane);
 
 /*
  * PUBLISH_COUNTERS: takes fd (always consumed), the context's counters page
@@ -62,14 +67,14 @@ void lease_put_contexts(struct efid *d, struct ctl_buf *b, const char *instance,
 
 /*
  * LEASE_RESUME (lease_resume.c): a process whose efid restarted hands back
- * the wire socket it holds (fd, always consumed) with IFNAME and QPN_BASE;
- * efid checks that the socket is really that slot's (bound to PortBase +
- * slot on that interface, in the caller's instance namespace) and free in
+ * the wire sockets it holds (fds, one per lane, always consumed) with
+ * IFNAME and QPN_BASE; efid checks that each is really that slot's (bound to
+ * its lane's port on that interface, in the caller's instance namespace) and free in
  * its registry, and records the lease again with the reservations it
  * reports (RES_*).  Returns 0 or -errno with a message.
  */
 int lease_resume(struct efid *d, struct lease *l, const struct peer *p, const struct ctl_attr *tb,
-		 int fd, struct ctl_buf *body, char *err, size_t errlen);
+		 struct ctl_fds *fds, struct ctl_buf *body, char *err, size_t errlen);
 
 /*
  * RESERVE / RELEASE (lease_quota.c): RES_QPS, RES_MRS, RES_BYTES against

@@ -47,9 +47,10 @@ static int same_netns(int sock, const char *instance)
 	return r;
 }
 
-/* The socket is slot's on ifname: UDP, bound there, on PortBase + slot. */
-static int check_socket(struct efid *d, int fd, const char *ifname, unsigned slot, char *err,
-			size_t errlen)
+/* The socket is lane `lane` of slot's on ifname: UDP, bound there, on
+ * PortBase + lane × 4096 + slot. */
+static int check_socket(struct efid *d, int fd, const char *ifname, unsigned slot, unsigned lane,
+			char *err, size_t errlen)
 {
 	struct sockaddr_in6 sin6;
 	socklen_t len = sizeof(sin6);
@@ -63,9 +64,9 @@ static int check_socket(struct efid *d, int fd, const char *ifname, unsigned slo
 		snprintf(err, errlen, "the descriptor is not an EFI wire socket (a UDP IPv6 socket)");
 		return -EINVAL;
 	}
-	if (ntohs(sin6.sin6_port) != d->config.port_base + slot) {
-		snprintf(err, errlen, "the socket is bound to port %u, slot %u's is %u",
-			 ntohs(sin6.sin6_port), slot, d->config.port_base + slot);
+	if (ntohs(sin6.sin6_port) != lease_lane_port(d, slot, lane)) {
+		snprintf(err, errlen, "socket %u is bound to port %u, lane %u of slot %u is %u",
+			 lane, ntohs(sin6.sin6_port), lane, slot, lease_lane_port(d, slot, lane));
 		return -EINVAL;
 	}
 	if (getsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, dev, &devlen) < 0 ||
@@ -77,7 +78,7 @@ static int check_socket(struct efid *d, int fd, const char *ifname, unsigned slo
 }
 
 int lease_resume(struct efid *d, struct lease *l, const struct peer *p, const struct ctl_attr *tb,
-		 int fd, struct ctl_buf *body, char *err, size_t errlen)
+		 struct ctl_fds *fds, struct ctl_buf *body, char *err, size_t errlen)
 {
 	struct lease_registry *reg = lease_registry(d);
 	struct store_iface it;
@@ -94,9 +95,12 @@ int lease_resume(struct efid *d, struct lease *l, const struct peer *p, const st
 		r = -EPERM;
 		goto out;
 	}
-	if (fd < 0 || !ctl_has(tb, EFI_A_IFNAME) || !ctl_has(tb, EFI_A_QPN_BASE) ||
-	    ctl_attr_str(&tb[EFI_A_IFNAME], &ifname) || ctl_attr_u32(&tb[EFI_A_QPN_BASE], &qpn_base)) {
-		snprintf(err, errlen, "lease-resume needs IFNAME, QPN_BASE and one descriptor: the wire socket");
+	if (fds->n < 1 || fds->n > EFID_LANES_MAX || !ctl_has(tb, EFI_A_IFNAME) ||
+	    !ctl_has(tb, EFI_A_QPN_BASE) || ctl_attr_str(&tb[EFI_A_IFNAME], &ifname) ||
+	    ctl_attr_u32(&tb[EFI_A_QPN_BASE], &qpn_base)) {
+		snprintf(err, errlen,
+			 "lease-resume needs IFNAME, QPN_BASE and 1..%u descriptors: the wire sockets, in lane order",
+			 EFID_LANES_MAX);
 		r = -EINVAL;
 		goto out;
 	}
@@ -122,14 +126,18 @@ int lease_resume(struct efid *d, struct lease *l, const struct peer *p, const st
 		snprintf(err, errlen, "cannot read the state database: %s", store_errmsg(d->store));
 		goto out;
 	}
-	r = check_socket(d, fd, it.spec.name, slot, err, errlen);
-	if (r)
-		goto out;
-	r = same_netns(fd, p->instance);
-	if (r) {
-		snprintf(err, errlen, "the socket does not live in instance '%s'", p->instance);
-		r = r == -EXDEV ? -EPERM : r;
-		goto out;
+	/* Every lane the process holds must be the slot's (a process keeps
+	 * the lanes it was given even if efid's Lanes changed meanwhile). */
+	for (unsigned lane = 0; lane < fds->n; lane++) {
+		r = check_socket(d, fds->fd[lane], it.spec.name, slot, lane, err, errlen);
+		if (r)
+			goto out;
+		r = same_netns(fds->fd[lane], p->instance);
+		if (r) {
+			snprintf(err, errlen, "socket %u does not live in instance '%s'", lane, p->instance);
+			r = r == -EXDEV ? -EPERM : r;
+			goto out;
+		}
 	}
 	if (lease_slot_taken(reg, p->instance, slot)) {
 		snprintf(err, errlen, "slot %u of instance '%s' is leased already", slot, p->instance);
@@ -150,12 +158,12 @@ int lease_resume(struct efid *d, struct lease *l, const struct peer *p, const st
 	if (ctl_has(tb, EFI_A_RES_BYTES))
 		ctl_attr_u64(&tb[EFI_A_RES_BYTES], &bytes);
 	lease_quota_resume(d, l, qps, mrs, bytes);
-	ctl_put_u32(body, EFI_A_PORT, d->config.port_base + slot);
+	ctl_put_u32(body, EFI_A_PORT, lease_lane_port(d, slot, 0));
 	ctl_put_u32(body, EFI_A_QPN_BASE, qpn_base);
+	ctl_put_u32(body, EFI_A_LANES, fds->n);
 	log_info("lease: slot %u of %s/%s resumed by pid %d", slot, p->instance, it.spec.name,
 		 (int)p->pid);
 out:
-	if (fd >= 0)
-		close(fd);
+	ctl_fds_close(fds);
 	return r;
 }

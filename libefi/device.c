@@ -230,6 +230,10 @@ static int parse_open_reply(const struct ctl_reply *rep, struct efi_ctx_params *
 			if (ctl_attr_u32(&a, &v) == 0)
 				p->link_mtu = v;
 			break;
+		case EFI_A_LANES:
+			if (ctl_attr_u32(&a, &v) == 0 && v >= 1 && v <= EFI_WIRE_MAX_LANES)
+				p->nlanes = v;
+			break;
 		case EFI_A_PORT_BASE:
 			if (ctl_attr_u32(&a, &v) == 0) {
 				p->port_base = v;
@@ -277,7 +281,8 @@ struct efi_context *efi_open_device(struct efi_device *device)
 	struct efi_wire *wire;
 	struct efi_context *ctx;
 	const char *fault;
-	int r, fd;
+	int r, fds[EFI_WIRE_MAX_LANES];
+	unsigned nfds = 0, use = 0;
 
 	if (!device) {
 		errno = EINVAL;
@@ -294,18 +299,36 @@ struct efi_context *efi_open_device(struct efi_device *device)
 	r = ctl_roundtrip(c, EFI_CTL_OPEN_DEVICE, device->name, &rep);
 	if (r)
 		goto fail;
-	if (rep.nfds != 1 || parse_open_reply(&rep, &p)) {
+	p.nlanes = 1;	/* an efid without lanes passes one socket */
+	if (parse_open_reply(&rep, &p) || rep.nfds < 0 || (unsigned)rep.nfds != p.nlanes) {
 		ctl_reply_free(&rep);
 		r = EPROTO;
 		goto fail;
 	}
-	fd = rep.fds[0];
-	rep.nfds = 0;	/* the descriptor is ours now */
+	nfds = p.nlanes;
+	memcpy(fds, rep.fds, nfds * sizeof(int));
+	rep.nfds = 0;	/* the descriptors are ours now */
 	ctl_reply_free(&rep);
-	wire = efi_wire_udp_create(fd);
+	/* EFI_LANES=N uses only the first N lanes (for comparisons: a peer's
+	 * packets to the others go unread); the lease keeps all of them. */
+	const char *lanes_env = getenv("EFI_LANES");
+	use = nfds;
+	if (lanes_env && *lanes_env) {
+		char *end;
+		unsigned long v = strtoul(lanes_env, &end, 10);
+		if (*end || v < 1 || v > EFI_WIRE_MAX_LANES) {
+			r = EINVAL;
+			use = 0;	/* every lane is closed at fail */
+			goto fail;
+		}
+		if (v < use)
+			use = (unsigned)v;
+	}
+	p.nlanes = use;
+	wire = efi_wire_udp_create_lanes(fds, use);
 	if (!wire) {
 		r = errno;
-		close(fd);
+		use = 0;
 		goto fail;
 	}
 	fault = getenv("EFI_FAULT");
@@ -325,9 +348,14 @@ struct efi_context *efi_open_device(struct efi_device *device)
 		goto fail;
 	}
 	efi_counters_publish_open(ctx_of(ctx), c);
-	ctx_of(ctx)->lease = efi_lease_start(ctx_of(ctx), fd);
+	ctx_of(ctx)->lease = efi_lease_start(ctx_of(ctx), fds, nfds);
+	for (unsigned i = use; i < nfds; i++)
+		close(fds[i]);	/* unused lanes: the lease holds its own copies */
 	return ctx;
 fail:
+	/* the wire owns lanes below use; the rest are still ours */
+	for (unsigned i = use; i < nfds; i++)
+		close(fds[i]);
 	ctl_client_close(c);
 	errno = r;
 	return NULL;

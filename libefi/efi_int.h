@@ -34,6 +34,13 @@
 #include "wire.h"
 
 #define EFI_QPN_PER_BLOCK	4096u
+/* Lane L of the context holding QPN block S is bound to UDP port
+ * port_base + L * EFI_LANE_STRIDE + S (efid's [Transport] Lanes). */
+#define EFI_LANE_STRIDE		4096u
+/* Packets a request stream sends on one path before it picks again: long
+ * enough for GSO runs and one sendmmsg per burst, short enough to spread a
+ * window over the paths. */
+#define EFI_PATH_BURST		16u
 #define EFI_MAX_QP_WR		16384u
 #define EFI_MAX_SGE		32u
 #define EFI_MAX_INLINE		1024u
@@ -69,12 +76,19 @@
  * gives up anyway (RETRY_EXC_ERR). */
 #define EFI_MAX_STALLS		1000u
 
-/* Transport tracing for debugging, compiled in only with -DEFI_TRACE_ON. */
+/* Transport tracing for debugging, compiled in only with -DEFI_TRACE_ON
+ * (events: timeouts, suspicions, NAKs) or -DEFI_TRACE_ON=2 (every packet
+ * too). */
 #ifdef EFI_TRACE_ON
 #include <stdio.h>
 #define EFI_TRACE(...) fprintf(stderr, __VA_ARGS__)
 #else
 #define EFI_TRACE(...) do { } while (0)
+#endif
+#if defined(EFI_TRACE_ON) && EFI_TRACE_ON >= 2
+#define EFI_TRACE_PKT(...) fprintf(stderr, __VA_ARGS__)
+#else
+#define EFI_TRACE_PKT(...) do { } while (0)
 #endif
 
 static inline uint64_t efi_now_ns(void)
@@ -105,6 +119,8 @@ struct efi_ctx_params {
 	uint32_t link_mtu;
 	uint32_t port_base;
 	uint32_t qpn_base;	/* slot << 12 */
+	unsigned nlanes;	/* wire sockets (paths): lane L's port is
+				 * port_base + L * EFI_LANE_STRIDE + slot */
 	int ngids;
 	union efi_gid gids[8];
 	/* Congestion-control spec from efid.conf ("" = defaults), cc.h. */
@@ -345,6 +361,7 @@ struct efi_qp_int {
 	bool force_ackreq;		/* the next packet asks for an ACK (a retransmission, a probe) */
 	bool tlp_pending;		/* a tail-loss probe may go whatever the window */
 	uint8_t cur_path;		/* path of the packet being built */
+	uint8_t burst_left;		/* packets cur_path may still take before a new pick */
 	unsigned backoff;		/* RTO doublings in a row */
 	unsigned tlp_sent;		/* tail-loss probes since the last answer */
 	uint64_t last_answer_ns;	/* last response of any kind from the peer */
@@ -432,6 +449,8 @@ void efi_retx_held(struct efi_qp_int *qp, uint32_t from, uint32_t to);
  * chunk gets a record of its own). */
 void efi_retx_resend(struct efi_qp_int *qp, uint32_t psn);
 bool efi_retx_next_lost(struct efi_qp_int *qp, uint32_t *psn);
+/* The path psn's packet left on last, or −1 if it never left. */
+int efi_retx_path_of(const struct efi_qp_int *qp, uint32_t psn);
 void efi_retx_after_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, uint64_t now);
 void efi_retx_timers(struct efi_qp_int *qp, uint64_t now);
 uint64_t efi_retx_rto_ns(const struct efi_qp_int *qp);

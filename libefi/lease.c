@@ -37,7 +37,8 @@ struct efi_lease {
 	bool broken;               /* a call saw the connection fail: the watcher drops it */
 	bool gave_up;              /* a restarted efid refused the lease: stop asking */
 	bool no_quota;             /* an efid without RESERVE: count here, ask nothing */
-	int wire_fd;               /* our duplicate of the wire socket */
+	int wire_fd[EFI_WIRE_MAX_LANES]; /* our duplicates of the wire sockets, by lane */
+	unsigned nwire;
 	int wake_fd;               /* eventfd: stop, or a revoke to carry out */
 	pthread_t thread;
 	_Atomic bool stopping, revoke_pending, revoked;
@@ -175,7 +176,8 @@ static bool resume(struct efi_lease *l)
 	ctl_put_u64(&req, EFI_A_RES_BYTES, l->bytes);
 	r = ctl_msg_end(&req);
 	if (r == 0)
-		r = ctl_client_call_ex(c, &req, &l->wire_fd, 1, &rep, CALL_TIMEOUT_MS, NULL, NULL);
+		r = ctl_client_call_ex(c, &req, l->wire_fd, (int)l->nwire, &rep, CALL_TIMEOUT_MS, NULL,
+				       NULL);
 	ctl_buf_free(&req);
 	if (r < 0) {
 		ctl_client_close(c);
@@ -269,14 +271,14 @@ static void *watch(void *arg)
 	return NULL;
 }
 
-struct efi_lease *efi_lease_start(struct efi_context_int *ctx, int wire_fd)
+struct efi_lease *efi_lease_start(struct efi_context_int *ctx, const int *wire_fds, unsigned n)
 {
 	struct efi_lease *l;
 	pthread_attr_t attr;
 	sigset_t all, old;
-	int r;
+	int r = 0;
 
-	if (!ctx || !ctx->ctl || wire_fd < 0) {
+	if (!ctx || !ctx->ctl || !wire_fds || n == 0 || n > EFI_WIRE_MAX_LANES) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -285,12 +287,16 @@ struct efi_lease *efi_lease_start(struct efi_context_int *ctx, int wire_fd)
 		return NULL;
 	l->ctx = ctx;
 	l->mr_limited = true;
-	l->wire_fd = fcntl(wire_fd, F_DUPFD_CLOEXEC, 3);
 	l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (l->wire_fd < 0 || l->wake_fd < 0) {
+	if (l->wake_fd < 0)
 		r = errno;
-		goto fail;
+	for (; !r && l->nwire < n; l->nwire++) {
+		l->wire_fd[l->nwire] = fcntl(wire_fds[l->nwire], F_DUPFD_CLOEXEC, 3);
+		if (l->wire_fd[l->nwire] < 0)
+			r = errno;
 	}
+	if (r)
+		goto fail;
 	pthread_mutex_init(&l->lock, NULL);
 	l->ctl = ctx->ctl;
 	pthread_mutex_lock(&l->lock);
@@ -311,8 +317,9 @@ struct efi_lease *efi_lease_start(struct efi_context_int *ctx, int wire_fd)
 	ctx->ctl = NULL; /* the lease's now */
 	return l;
 fail:
-	if (l->wire_fd >= 0)
-		close(l->wire_fd);
+	while (l->nwire--)
+		if (l->wire_fd[l->nwire] >= 0)
+			close(l->wire_fd[l->nwire]);
 	if (l->wake_fd >= 0)
 		close(l->wake_fd);
 	free(l);
@@ -328,7 +335,8 @@ void efi_lease_stop(struct efi_lease *l)
 	wake(l);
 	pthread_join(l->thread, NULL);
 	ctl_client_close(l->ctl); /* ends the lease */
-	close(l->wire_fd);
+	for (unsigned i = 0; i < l->nwire; i++)
+		close(l->wire_fd[i]);
 	close(l->wake_fd);
 	pthread_mutex_destroy(&l->lock);
 	free(l);

@@ -28,12 +28,13 @@ struct efi_lease;
 
 /*
  * Starts watching ctx's lease: takes over ctx->ctl (sets it to NULL; the
- * lease closes it in efi_lease_stop) and keeps a duplicate of wire_fd, the
- * socket efid passed, as the proof of ownership a restarted efid asks for.
+ * lease closes it in efi_lease_stop) and keeps duplicates of wire_fds[0..n),
+ * the sockets efid passed (one per lane), as the proof of ownership a
+ * restarted efid asks for.
  * Asks efid for the instance's limits once.  Returns NULL with errno set
  * (ctx->ctl then stays as it was).
  */
-struct efi_lease *efi_lease_start(struct efi_context_int *ctx, int wire_fd);
+struct efi_lease *efi_lease_start(struct efi_context_int *ctx, const int *wire_fds, unsigned n);
 /* Stops the watcher and closes the lease connection (efid frees the slot).
  * Call when no QP of the context is left. */
 void efi_lease_stop(struct efi_lease *l);

@@ -25,9 +25,14 @@ uint64_t efi_path_suspect_after_ns(const struct efi_path *p, const struct efi_cc
 
 void efi_path_on_send(struct efi_path *p, uint32_t weight, uint64_t now)
 {
-	if (!p->inflight)
+	if (!p->inflight && !p->loss_unanswered)
 		p->quiet_since_ns = now;
 	p->inflight += weight;
+}
+
+void efi_path_on_loss(struct efi_path *p)
+{
+	p->loss_unanswered = true;
 }
 
 void efi_path_on_leave(struct efi_path *p, uint32_t weight)
@@ -39,6 +44,7 @@ bool efi_path_on_answer(struct efi_path *p, const struct efi_cc_params *cp, uint
 {
 	efi_rtt_sample(&p->rtt, rtt_ns);
 	p->last_ack_ns = p->quiet_since_ns = now;
+	p->loss_unanswered = false;
 	(void)cp;
 	if (p->state != EFI_PATH_SUSPECT)
 		return false;
@@ -114,4 +120,19 @@ int efi_paths_pick(const struct efi_path *paths, unsigned n, uint64_t now)
 		if (paths[i].state == EFI_PATH_ACTIVE)
 			return -1;	/* active paths exist, all full or paced */
 	return quiet;
+}
+
+int efi_paths_pick_retx(const struct efi_path *paths, unsigned n, uint64_t now, int avoid)
+{
+	int best = -1;
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct efi_path *p = &paths[i];
+		double r = p->inflight ? p->cc.cwnd - p->inflight : 1;
+		if ((int)i == avoid || p->state != EFI_PATH_ACTIVE || now < p->next_send_ns || r <= 0)
+			continue;
+		if (best < 0 || p->last_ack_ns > paths[best].last_ack_ns)
+			best = (int)i;
+	}
+	return best;
 }

@@ -40,6 +40,8 @@ struct efi_path {
 	uint64_t next_probe_ns;		/* SUSPECT: when to probe it next */
 	uint64_t rack_xmit_ns;		/* send time of the newest packet delivered on it (RACK) */
 	uint64_t next_send_ns;		/* pacing, when cwnd < 1 */
+	bool loss_unanswered;		/* packets of it were declared lost and it has not
+					 * answered since: its silence clock keeps running */
 	double cwnd_before_rto;		/* the window a timeout cut, given back if it was spurious */
 	/* counters */
 	uint64_t retransmissions;	/* its packets sent again (on any path) */
@@ -52,8 +54,13 @@ void efi_path_init(struct efi_path *p, const struct efi_cc_params *cp, uint64_t 
  * suspected: suspect_rtts × srtt within [suspect_min, suspect_max]. */
 uint64_t efi_path_suspect_after_ns(const struct efi_path *p, const struct efi_cc_params *cp);
 
-/* A packet of weight packets left on the path. */
+/* A packet of weight packets left on the path.  Its silence clock starts
+ * when it had nothing in flight, unless what it lost last is still
+ * unanswered (a dead path must not look fresh with every retransmission). */
 void efi_path_on_send(struct efi_path *p, uint32_t weight, uint64_t now);
+
+/* Packets of the path were declared lost. */
+void efi_path_on_loss(struct efi_path *p);
 
 /* weight packets of the path left the flight (acknowledged, SACKed or
  * declared lost). */
@@ -84,5 +91,11 @@ double efi_paths_window(const struct efi_path *paths, unsigned n);
  * with room the one heard from last.  Returns the index, or −1 when every
  * candidate is paced out or full. */
 int efi_paths_pick(const struct efi_path *paths, unsigned n, uint64_t now);
+
+/* The path for a retransmission of a packet lost on path `avoid`: the
+ * active path with room, other than avoid, heard from most recently (a
+ * path that answers now is the likeliest to deliver); −1 when there is
+ * none (the caller falls back to efi_paths_pick). */
+int efi_paths_pick_retx(const struct efi_path *paths, unsigned n, uint64_t now, int avoid);
 
 #endif

@@ -199,7 +199,7 @@ static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, ui
 		efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
 		return;
 	}
-	EFI_TRACE("ack qp %x syn %02x psn %x una %x nxt %x\n", qp->pub.qp_num, pkt->aeth.syndrome, p, qp->snd_una, qp->snd_nxt);
+	EFI_TRACE_PKT("ack qp %x syn %02x psn %x una %x nxt %x\n", qp->pub.qp_num, pkt->aeth.syndrome, p, qp->snd_una, qp->snd_nxt);
 	if (pkt->opcode == EFI_OP_ACK) {
 		uint8_t kind = pkt->aeth.syndrome & EFI_AETH_KIND_MASK;
 		uint8_t val = pkt->aeth.syndrome & EFI_AETH_VALUE_MASK;
@@ -249,7 +249,7 @@ static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, ui
 
 	/* Read responses and atomic ACKs: find the WQE they answer. */
 	idx = wqe_for_psn(qp, p);
-	EFI_TRACE("resp qp %x op %s psn %x una %x\n", qp->pub.qp_num, efi_pkt_opcode_name(pkt->opcode), p, qp->snd_una);
+	EFI_TRACE_PKT("resp qp %x op %s psn %x una %x\n", qp->pub.qp_num, efi_pkt_opcode_name(pkt->opcode), p, qp->snd_una);
 	if (idx == UINT32_MAX || !wqe_is_rd(&qp->sq[idx])) {
 		efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
 		return;
@@ -350,7 +350,8 @@ void efi_req_timers(struct efi_qp_int *qp, uint64_t now)
 	if (qp->snd_una == qp->snd_nxt || now - qp->timer_start_ns < efi_retx_rto_ns(qp))
 		return;
 	qp->cnt.timeouts++;
-	EFI_TRACE("timeout qp %x: una %x nxt %x max %x pipe %u backoff %u\n", qp->pub.qp_num, qp->snd_una,
+	EFI_TRACE("timeout qp %x at %llu us: una %x nxt %x max %x pipe %u backoff %u\n", qp->pub.qp_num,
+		  (unsigned long long)(now / 1000), qp->snd_una,
 		  qp->snd_nxt, qp->snd_max, qp->pipe, qp->backoff);
 	/* Only silence fails the QP: no answer at all for timeout × (retry_cnt
 	 * + 1), the time verbs' go-back-N would have retried for.  While the
@@ -427,19 +428,45 @@ bool efi_req_can_send(struct efi_qp_int *qp, uint64_t now)
 
 bool efi_req_next(struct efi_qp_int *qp, uint64_t now, uint32_t *psn)
 {
+	uint32_t lost_psn = 0;
+	bool lost;
 	int path;
 
 	if (qp->rnr_wait)
 		return false;
 	if (!qp->have_lost && qp->snd_nxt == qp->snd_max && qp->sq_started == qp->sq_tail)
 		return false;	/* nothing to send (the responder side's usual case) */
-	path = efi_paths_pick(qp->paths, qp->npaths, now);
+	lost = efi_retx_next_lost(qp, &lost_psn);
+	path = -1;
+	if (lost && qp->npaths > 1) {
+		/* A lost packet goes again on another path, the one heard
+		 * from last: the path it was lost on may be dead. */
+		path = efi_paths_pick_retx(qp->paths, qp->npaths, now, efi_retx_path_of(qp, lost_psn));
+		qp->burst_left = 0;
+	} else if (qp->burst_left && qp->cur_path < qp->npaths) {
+		/* Bursts stay on one path while it is healthy and has room
+		 * (GSO runs, one system call per burst); then the path with
+		 * most room. */
+		const struct efi_path *p = &qp->paths[qp->cur_path];
+		if (p->state == EFI_PATH_ACTIVE && now >= p->next_send_ns &&
+		    (double)p->inflight < p->cc.cwnd) {
+			path = qp->cur_path;
+			qp->burst_left--;
+		}
+	}
+	if (path < 0) {
+		path = efi_paths_pick(qp->paths, qp->npaths, now);
+		qp->burst_left = EFI_PATH_BURST - 1;
+	}
 	/* A suspected path gets a packet now and then, asking for an ACK:
-	 * its answer re-admits it (with one path, every packet probes it). */
-	for (unsigned i = 0; qp->npaths > 1 && i < qp->npaths; i++) {
+	 * its answer re-admits it (with one path, every packet probes it).
+	 * Not a lost one while another path can take it: a repair must not
+	 * wait for a dead path. */
+	for (unsigned i = 0; qp->npaths > 1 && !(lost && path >= 0) && i < qp->npaths; i++) {
 		if (efi_path_probe_due(&qp->paths[i], now)) {
 			efi_path_on_probe(&qp->paths[i], &qp->ctx->ccp, now);
 			qp->force_ackreq = true;
+			qp->burst_left = 0;
 			path = (int)i;
 			break;
 		}
@@ -452,7 +479,8 @@ bool efi_req_next(struct efi_qp_int *qp, uint64_t now, uint32_t *psn)
 		path = 0;
 	}
 	qp->cur_path = (uint8_t)path;
-	if (efi_retx_next_lost(qp, psn)) {
+	if (lost) {
+		*psn = lost_psn;
 		qp->force_ackreq = true;	/* its ACK repairs the hole at once */
 		return true;
 	}

@@ -424,7 +424,7 @@ void efi_resp_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 {
 	int32_t d = efi_psn_diff(pkt->psn, qp->rcv_psn);
 
-	EFI_TRACE("req qp %x op %s psn %x rcv %x len %zu respq %u\n", qp->pub.qp_num,
+	EFI_TRACE_PKT("req qp %x op %s psn %x rcv %x len %zu respq %u\n", qp->pub.qp_num,
 		  efi_pkt_opcode_name(pkt->opcode), pkt->psn, qp->rcv_psn, pkt->payload_len, qp->respq_count);
 
 	if (d > 0) {

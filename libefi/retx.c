@@ -55,6 +55,8 @@ static void leave(struct efi_qp_int *qp, struct efi_txrec *r)
 
 static void mark_lost(struct efi_qp_int *qp, struct efi_txrec *r)
 {
+	if (r->state == EFI_TX_INFLIGHT)
+		efi_path_on_loss(&qp->paths[path_of(qp, r->path)]);
 	leave(qp, r);
 	r->state = EFI_TX_LOST;
 	if (!qp->have_lost || efi_psn_before(r->psn, qp->lost_hint))
@@ -76,9 +78,22 @@ static void delivered(struct efi_qp_int *qp, struct efi_txrec *r)
 
 void efi_retx_init(struct efi_qp_int *qp, uint64_t now)
 {
-	qp->npaths = 1;
-	for (unsigned i = 0; i < EFI_MAX_PATHS; i++)
+	/* One path per lane: path i leaves from lane i to the peer's lane i. */
+	qp->npaths = qp->ctx->p.nlanes;
+	if (qp->npaths < 1)
+		qp->npaths = 1;
+	if (qp->npaths > EFI_MAX_PATHS)
+		qp->npaths = EFI_MAX_PATHS;
+	qp->burst_left = 0;
+	for (unsigned i = 0; i < EFI_MAX_PATHS; i++) {
 		efi_path_init(&qp->paths[i], &qp->ctx->ccp, now);
+		/* InitialWindow is the connection's: its paths share it (a
+		 * first burst of InitialWindow × paths would overflow the
+		 * queues it meant to respect). */
+		qp->paths[i].cc.cwnd /= qp->npaths;
+		if (qp->paths[i].cc.cwnd < qp->ctx->ccp.min_cwnd)
+			qp->paths[i].cc.cwnd = qp->ctx->ccp.min_cwnd;
+	}
 	qp->pipe = 0;
 	qp->have_lost = false;
 	qp->force_ackreq = false;
@@ -303,6 +318,12 @@ void efi_retx_unsack(struct efi_qp_int *qp, uint32_t from)
 	}
 }
 
+int efi_retx_path_of(const struct efi_qp_int *qp, uint32_t psn)
+{
+	const struct efi_txrec *r = &qp->txrec[psn & (EFI_TXREC_SLOTS - 1)];
+	return r->psn == psn && r->tx_ns ? (int)path_of(qp, r->path) : -1;
+}
+
 bool efi_retx_next_lost(struct efi_qp_int *qp, uint32_t *out)
 {
 	uint32_t psn;
@@ -359,6 +380,10 @@ void efi_retx_after_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, u
 		struct efi_path *p = &qp->paths[i];
 		if (!qp->delivered[i] && i != echo)
 			continue;
+		/* Its packets arrived (acknowledged or SACKed by an answer on
+		 * another path): the path works, whatever carried the answer. */
+		if (i != echo)
+			efi_path_on_answer(p, cp, 0, now);
 		efi_cc_on_ack(&p->cc, cp, i == echo ? rtt : 0, qp->delivered[i],
 			      efi_rtt_srtt(&p->rtt, cp->target_delay_ns), now);
 		qp->delivered[i] = 0;
@@ -370,13 +395,19 @@ uint64_t efi_retx_rto_ns(const struct efi_qp_int *qp)
 {
 	uint64_t cap = qp->rto_ns ? qp->rto_ns : EFI_MAX_RTO_NS;
 	uint64_t floor = qp->ctx->ccp.min_rto_ns < cap ? qp->ctx->ccp.min_rto_ns : cap;
-	uint64_t rto = efi_rtt_rto(&qp->paths[0].rtt, floor, cap, cap);
+	uint64_t rto = 0;
 
-	for (unsigned i = 1; i < qp->npaths; i++) {
+	/* The slowest path that has been measured: a path never used yet
+	 * (no sample) would otherwise put the timeout at its cap. */
+	for (unsigned i = 0; i < qp->npaths; i++) {
+		if (!qp->paths[i].rtt.samples)
+			continue;
 		uint64_t r = efi_rtt_rto(&qp->paths[i].rtt, floor, cap, cap);
 		if (r > rto)
 			rto = r;
 	}
+	if (!rto)
+		rto = efi_rtt_rto(&qp->paths[0].rtt, floor, cap, cap);
 	rto <<= qp->backoff;
 	return rto < cap ? rto : cap;
 }
@@ -403,9 +434,18 @@ void efi_retx_timers(struct efi_qp_int *qp, uint64_t now)
 
 	if (qp->rack_deadline_ns && now >= qp->rack_deadline_ns)
 		efi_retx_detect(qp, now);
-	for (unsigned i = 0; i < qp->npaths; i++) {
-		if (!efi_path_check(&qp->paths[i], cp, now) || qp->npaths < 2)
+	for (unsigned i = 0; qp->npaths > 1 && i < qp->npaths; i++) {
+		/* Silence is a path's fault only while another path answers:
+		 * when every path goes quiet at once, the peer (or its CPU)
+		 * stalled, and moving packets between paths would only send
+		 * them twice; the tail-loss probe and the timeout handle it. */
+		if (qp->last_answer_ns <= qp->paths[i].quiet_since_ns)
 			continue;
+		if (!efi_path_check(&qp->paths[i], cp, now))
+			continue;
+		EFI_TRACE("suspect qp %x path %u at %llu us: inflight %u srtt %llu us\n", qp->pub.qp_num, i,
+			  (unsigned long long)(now / 1000), qp->paths[i].inflight,
+			  (unsigned long long)(efi_rtt_srtt(&qp->paths[i].rtt, cp->target_delay_ns) / 1000));
 		/* Suspected: what it carries goes again on the others. */
 		uint32_t psn = qp->snd_una;
 		for (unsigned n = 0; n < EFI_TXREC_SLOTS && efi_psn_before(psn, qp->snd_nxt); n++) {
@@ -416,7 +456,14 @@ void efi_retx_timers(struct efi_qp_int *qp, uint64_t now)
 		}
 	}
 	if ((qp->pipe || qp->have_lost) && qp->tlp_sent < 2 && !qp->tlp_pending) {
-		uint64_t srtt = efi_rtt_srtt(&qp->paths[0].rtt, cp->target_delay_ns);
+		uint64_t srtt = 0;
+		for (unsigned i = 0; i < qp->npaths; i++) {
+			uint64_t s = qp->paths[i].rtt.samples ? efi_rtt_srtt(&qp->paths[i].rtt, cp->target_delay_ns) : 0;
+			if (s > srtt)
+				srtt = s;
+		}
+		if (!srtt)
+			srtt = efi_rtt_srtt(&qp->paths[0].rtt, cp->target_delay_ns);
 		uint64_t pto = 2 * srtt > cp->tlp_min_ns ? 2 * srtt : cp->tlp_min_ns;
 		uint64_t since = qp->last_answer_ns > qp->silent_since_ns ? qp->last_answer_ns : qp->silent_since_ns;
 		if (now - since >= pto << qp->tlp_sent) {

@@ -15,14 +15,18 @@
 
 struct efi_wire;
 
-/* One datagram.  For send: buf/len/peer are inputs.  For recv: buf and cap
- * are inputs, len and peer outputs. */
+/* One datagram.  For send: buf/len/peer/lane are inputs.  For recv: buf
+ * and cap are inputs, len, peer and lane outputs. */
 struct efi_wire_pkt {
 	void *buf;
 	uint32_t len;
 	uint32_t cap;
 	struct sockaddr_in6 peer;   /* IPv4 peers as IPv4-mapped IPv6 */
+	uint8_t lane;               /* the local endpoint (source port) it leaves or arrived on */
 };
+
+/* Lanes one wire may have (libefi's EFI_MAX_PATHS). */
+#define EFI_WIRE_MAX_LANES 8u
 
 struct efi_wire_ops {
 	/* Sends up to n datagrams without blocking.  Returns how many were
@@ -59,8 +63,14 @@ static inline void efi_wire_destroy(struct efi_wire *w)
 		w->ops->destroy(w);
 }
 
-/* A UDP backend over a bound datagram socket (AF_INET6, dual-stack), using
- * sendmmsg/recvmmsg.  Takes ownership of fd.  NULL + errno on failure. */
+/* A UDP backend over bound datagram sockets (AF_INET6, dual-stack), using
+ * sendmmsg/recvmmsg: fds[i] is lane i (one source port, i.e. one path
+ * through an ECMP fabric).  Takes ownership of the descriptors when it
+ * succeeds.  NULL + errno on failure (EINVAL: n is 0 or above
+ * EFI_WIRE_MAX_LANES, or a descriptor is not a datagram socket of one
+ * family). */
+struct efi_wire *efi_wire_udp_create_lanes(const int *fds, unsigned n);
+/* One lane: efi_wire_udp_create_lanes(&fd, 1). */
 struct efi_wire *efi_wire_udp_create(int fd);
 
 /*

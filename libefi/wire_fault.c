@@ -73,6 +73,7 @@ struct fault_pkt {
 	void *data;
 	uint32_t len;
 	struct sockaddr_in6 peer;
+	uint8_t lane;
 	uint64_t due_ns;
 };
 
@@ -314,7 +315,7 @@ static void admit(struct fault_wire *f, struct fault_pipe *p, const struct efi_w
 		copies = 2;
 	}
 	for (unsigned c = 0; c < copies; c++) {
-		struct fault_pkt q = { .len = pkt->len, .peer = pkt->peer };
+		struct fault_pkt q = { .len = pkt->len, .peer = pkt->peer, .lane = pkt->lane };
 
 		q.data = malloc(pkt->len ? pkt->len : 1);
 		if (!q.data) {
@@ -355,6 +356,7 @@ static int flush_tx(struct fault_wire *f, uint64_t now)
 			batch[m].len = q->len;
 			batch[m].cap = q->len;
 			batch[m].peer = q->peer;
+			batch[m].lane = q->lane;
 			m++;
 		}
 		r = efi_wire_send(f->inner, batch, m);
@@ -383,6 +385,7 @@ static unsigned emit_rx(struct fault_wire *f, struct efi_wire_pkt *pkts, unsigne
 			memcpy(pkts[out].buf, q->data, q->len);
 			pkts[out].len = q->len;
 			pkts[out].peer = q->peer;
+			pkts[out].lane = q->lane;
 			out++;
 		}
 		pipe_pop_free(&f->rx);

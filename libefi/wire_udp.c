@@ -22,8 +22,15 @@
  *     (no valid packet is longer than the path MTU the buffers are sized
  *     for), so every packet returned is complete.
  *
- * Ownership: efi_wire_udp_create takes fd only when it succeeds; on failure
- * the caller still owns it (and closes it).
+ * Lanes: a wire may own several sockets, one per lane (efid binds lane L
+ * of a context to its own port): each datagram says which lane it leaves
+ * on, and says on receive which it arrived on.  Sending splits a batch into
+ * runs of one lane (the transport sends in per-path bursts, so runs are
+ * long); receiving asks an epoll set over the lanes which have data (one
+ * system call) and reads those.  One lane is one socket, no epoll.
+ *
+ * Ownership: efi_wire_udp_create* take the descriptors only when they
+ * succeed; on failure the caller still owns them (and closes them).
  *
  * Not thread-safe by itself (wire.h): the transport serialises calls.
  *
@@ -50,6 +57,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -73,7 +81,10 @@
 
 struct udp_wire {
 	struct efi_wire base;
-	int fd;
+	int fd;		/* the lane being sent on or read now */
+	int lane_fd[EFI_WIRE_MAX_LANES];
+	unsigned nlanes;
+	int epoll_fd;	/* over every lane (nlanes > 1), else -1 */
 	int family;	/* AF_INET6 normally; AF_INET is translated */
 	uint64_t dropped_send;	/* datagrams dropped for their own error */
 	uint64_t dropped_recv;	/* truncated datagrams dropped */
@@ -273,6 +284,11 @@ static unsigned udp_send_chunk(struct udp_wire *u, struct efi_wire_pkt *pkts, un
 	return done;
 }
 
+static inline unsigned lane_of(const struct udp_wire *u, const struct efi_wire_pkt *p)
+{
+	return p->lane < u->nlanes ? p->lane : 0;
+}
+
 static int udp_send_batch(struct efi_wire *w, struct efi_wire_pkt *pkts, unsigned n)
 {
 	struct udp_wire *u = to_udp(w);
@@ -281,9 +297,13 @@ static int udp_send_batch(struct efi_wire *w, struct efi_wire_pkt *pkts, unsigne
 	bool gso_refused = false;
 
 	while (done < n) {
-		unsigned chunk = n - done < UDP_BATCH ? n - done : UDP_BATCH;
+		unsigned lane = lane_of(u, &pkts[done]), chunk = 1;
 		bool stop = false;
 
+		/* a run of one lane, at most one sendmmsg's worth */
+		while (done + chunk < n && chunk < UDP_BATCH && lane_of(u, &pkts[done + chunk]) == lane)
+			chunk++;
+		u->fd = u->lane_fd[lane];
 		done += udp_send_chunk(u, pkts + done, chunk, u->gso && !gso_refused,
 				       &stop, &fatal_err, &gso_refused);
 		if (stop)
@@ -352,9 +372,10 @@ static unsigned udp_recv_chunk(struct udp_wire *u, struct efi_wire_pkt *pkts, un
 	return kept;
 }
 
-static int udp_recv_batch(struct efi_wire *w, struct efi_wire_pkt *pkts, unsigned n)
+/* Reads lane's socket (u->fd) into pkts[0..n).  Returns how many arrived
+ * or -errno for an error of the socket itself. */
+static int udp_recv_lane(struct udp_wire *u, unsigned lane, struct efi_wire_pkt *pkts, unsigned n)
 {
-	struct udp_wire *u = to_udp(w);
 	unsigned got = 0, soft_errors = 0;
 
 	while (got < n) {
@@ -370,19 +391,53 @@ static int udp_recv_batch(struct efi_wire *w, struct efi_wire_pkt *pkts, unsigne
 		}
 		if (is_backpressure(err))
 			break;
-		if (is_fatal(err) || err == EINVAL)
-			return got ? (int)got : -err;
+		if (is_fatal(err) || err == EINVAL) {
+			if (!got)
+				return -err;
+			break;
+		}
 		/* An ICMP error reported on the socket (ECONNREFUSED,
 		 * EHOSTUNREACH ...): reading it cleared it, go on. */
 		if (++soft_errors >= UDP_MAX_SOFT_ERRORS)
 			break;
+	}
+	for (unsigned i = 0; i < got; i++)
+		pkts[i].lane = (uint8_t)lane;
+	return (int)got;
+}
+
+static int udp_recv_batch(struct efi_wire *w, struct efi_wire_pkt *pkts, unsigned n)
+{
+	struct udp_wire *u = to_udp(w);
+	struct epoll_event ev[EFI_WIRE_MAX_LANES];
+	unsigned got = 0;
+	int ready, r;
+
+	if (u->nlanes == 1) {
+		u->fd = u->lane_fd[0];
+		return udp_recv_lane(u, 0, pkts, n);
+	}
+	/* Which lanes have data: one call, whatever the lane count. */
+	ready = epoll_wait(u->epoll_fd, ev, (int)u->nlanes, 0);
+	if (ready < 0)
+		return errno == EINTR ? 0 : -errno;
+	for (int i = 0; i < ready && got < n; i++) {
+		unsigned lane = ev[i].data.u32;
+		if (lane >= u->nlanes)
+			continue;
+		u->fd = u->lane_fd[lane];
+		r = udp_recv_lane(u, lane, pkts + got, n - got);
+		if (r < 0)
+			return got ? (int)got : r;
+		got += (unsigned)r;
 	}
 	return (int)got;
 }
 
 static int udp_poll_fd(const struct efi_wire *w)
 {
-	return ((const struct udp_wire *)w)->fd;
+	const struct udp_wire *u = (const struct udp_wire *)w;
+	return u->nlanes > 1 ? u->epoll_fd : u->lane_fd[0];
 }
 
 static void udp_destroy(struct efi_wire *w)
@@ -392,7 +447,10 @@ static void udp_destroy(struct efi_wire *w)
 	if (!w)
 		return;
 	u = to_udp(w);
-	close(u->fd);
+	for (unsigned i = 0; i < u->nlanes; i++)
+		close(u->lane_fd[i]);
+	if (u->epoll_fd >= 0)
+		close(u->epoll_fd);
 	free(u);
 }
 
@@ -403,37 +461,87 @@ static const struct efi_wire_ops udp_ops = {
 	.destroy = udp_destroy,
 };
 
-struct efi_wire *efi_wire_udp_create(int fd)
+/* The socket's family when it is a datagram socket we can use, else 0
+ * with errno. */
+static int usable_family(int fd)
 {
-	struct udp_wire *u;
 	int type = 0, family = 0;
-	const char *gso_env;
 	socklen_t len;
 
 	if (fd < 0) {
 		errno = EBADF;
+		return 0;
+	}
+	len = sizeof(type);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+		return 0;	/* EBADF, ENOTSOCK */
+	len = sizeof(family);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &len) < 0)
+		return 0;
+	if (type != SOCK_DGRAM || (family != AF_INET6 && family != AF_INET)) {
+		errno = EINVAL;
+		return 0;
+	}
+	return family;
+}
+
+struct efi_wire *efi_wire_udp_create_lanes(const int *fds, unsigned n)
+{
+	struct udp_wire *u;
+	const char *gso_env;
+	int family = 0;
+
+	if (!fds || n == 0 || n > EFI_WIRE_MAX_LANES) {
+		errno = EINVAL;
 		return NULL;
 	}
 	/* Refuse what would fail on every packet later: better one clear
 	 * error at open time. */
-	len = sizeof(type);
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
-		return NULL;	/* EBADF, ENOTSOCK */
-	len = sizeof(family);
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &len) < 0)
-		return NULL;
-	if (type != SOCK_DGRAM || (family != AF_INET6 && family != AF_INET)) {
-		errno = EINVAL;
-		return NULL;
+	for (unsigned i = 0; i < n; i++) {
+		int f = usable_family(fds[i]);
+		if (!f)
+			return NULL;
+		if (family && f != family) {
+			errno = EINVAL;
+			return NULL;
+		}
+		family = f;
 	}
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return NULL;
 	u->base.ops = &udp_ops;
-	u->fd = fd;
+	u->epoll_fd = -1;
+	if (n > 1) {
+		u->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+		for (unsigned i = 0; u->epoll_fd >= 0 && i < n; i++) {
+			struct epoll_event ev = { .events = EPOLLIN, .data.u32 = i };
+			if (epoll_ctl(u->epoll_fd, EPOLL_CTL_ADD, fds[i], &ev) < 0) {
+				int e = errno;
+				close(u->epoll_fd);
+				errno = e;
+				u->epoll_fd = -1;
+			}
+		}
+		if (u->epoll_fd < 0) {
+			int e = errno;
+			free(u);
+			errno = e;
+			return NULL;
+		}
+	}
+	for (unsigned i = 0; i < n; i++)
+		u->lane_fd[i] = fds[i];
+	u->nlanes = n;
+	u->fd = fds[0];
 	u->family = family;
 	gso_env = getenv("EFI_UDP_GSO");
 	u->gso = !(gso_env && strcmp(gso_env, "0") == 0);
 	/* The socket buffers stay as efid sized them (SO_*BUFFORCE). */
 	return &u->base;
+}
+
+struct efi_wire *efi_wire_udp_create(int fd)
+{
+	return efi_wire_udp_create_lanes(&fd, 1);
 }

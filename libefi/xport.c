@@ -61,6 +61,24 @@ static void dispatch(struct efi_context_int *ctx, const struct efi_wire_pkt *wp)
 	}
 }
 
+/* Where a packet of qp on path leaves from and goes to: lane `path` on
+ * both sides (a peer's path it answers on, for responses).  A path beyond
+ * our lanes (a peer with more) leaves from one of ours, to its own lane. */
+static inline void address_pkt(const struct efi_context_int *ctx, const struct efi_qp_int *qp,
+			       struct efi_wire_pkt *wp, unsigned path)
+{
+	unsigned nlanes = ctx->p.nlanes ? ctx->p.nlanes : 1;
+	uint32_t port = ctx->p.port_base + path * EFI_LANE_STRIDE + (qp->attr.dest_qp_num >> 12);
+
+	if (port > 65535) {	/* a path no fabric-wide PortBase/Lanes allows */
+		path = 0;
+		port = ctx->p.port_base + (qp->attr.dest_qp_num >> 12);
+	}
+	wp->peer = qp->peer;
+	wp->peer.sin6_port = htons((uint16_t)port);
+	wp->lane = (uint8_t)(path % nlanes);
+}
+
 /* Sends n packets; returns how many left (the rest stayed unsent). */
 static unsigned send_all(struct efi_context_int *ctx, struct efi_qp_int *qp, unsigned n)
 {
@@ -96,6 +114,7 @@ void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 			struct efi_respq_ent *e = &qp->respq[qp->respq_head];
 			uint8_t *buf = ctx->txbuf + (size_t)n * EFI_PKTBUF_SIZE;
 			bool done;
+			uint8_t path = e->path;
 			size_t len = efi_resp_build(qp, e, buf, &done);
 			if (done) {
 				qp->respq_head = (qp->respq_head + 1) % EFI_RESPQ_SLOTS;
@@ -105,7 +124,7 @@ void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 				continue;
 			ctx->txpkts[n].buf = buf;
 			ctx->txpkts[n].len = (uint32_t)len;
-			ctx->txpkts[n].peer = qp->peer;
+			address_pkt(ctx, qp, &ctx->txpkts[n], path < EFI_MAX_PATHS ? path : 0);
 			n++;
 		}
 		nresp = n;
@@ -129,7 +148,7 @@ void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 				qp->snd_nxt = next;
 			ctx->txpkts[n].buf = buf;
 			ctx->txpkts[n].len = (uint32_t)len;
-			ctx->txpkts[n].peer = qp->peer;
+			address_pkt(ctx, qp, &ctx->txpkts[n], qp->cur_path);
 			n++;
 		}
 		if (!n)

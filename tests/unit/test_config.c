@@ -150,6 +150,25 @@ START_TEST(port_base)
 	efid_config_defaults(&c);
 	ck_assert_int_eq(efid_config_parse(&c, "efid.conf", text, strlen(text), err, sizeof(err)), 0);
 	ck_assert_uint_eq(c.port_base, 30000);
+	ck_assert_uint_eq(c.lanes, EFID_LANES_DEFAULT);
+}
+END_TEST
+
+/* Lanes: 1..8; every lane's ports must exist and miss the CM port. */
+START_TEST(lanes)
+{
+	struct efid_config c;
+	char err[256];
+	const char *text = "[Transport]\nLanes=2\n";
+	efid_config_defaults(&c);
+	ck_assert_int_eq(efid_config_parse(&c, "efid.conf", text, strlen(text), err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.lanes, 2);
+	expect_bad("[Transport]\nLanes=0\n", "Lanes='0' is invalid");
+	expect_bad("[Transport]\nLanes=9\n", "Lanes='9' is invalid");
+	expect_bad("[Transport]\nLanes=two\n", "Lanes='two' is invalid");
+	expect_bad("[Transport]\nPortBase=60000\nLanes=2\n", "needs ports up to");
+	expect_bad("[Transport]\nPortBase=20000\nLanes=3\n[ConnectionManager]\nPort=28200\n",
+		   "of lane 2");
 }
 END_TEST
 
@@ -254,6 +273,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, hostile);
 	tcase_add_test(tc, nul_byte);
 	tcase_add_test(tc, port_base);
+	tcase_add_test(tc, lanes);
 	tcase_add_test(tc, congestion_control);
 	tcase_add_test(tc, load_files);
 	suite_add_tcase(s, tc);

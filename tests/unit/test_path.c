@@ -54,6 +54,58 @@ START_TEST(suspect_after_missed_rtts)
 }
 END_TEST
 
+/* A path that lost packets and has not answered since keeps its silence
+ * clock when new packets go on it: a dead path that gets one retransmission
+ * after another (the only traffic of a ping-pong) is still suspected. */
+START_TEST(dead_path_clock_survives_retransmissions)
+{
+	struct efi_cc_params cp = params();
+	struct efi_path p;
+	uint64_t now = 1000000 * US;
+
+	efi_path_init(&p, &cp, now);
+	for (int i = 0; i < 10; i++)
+		efi_path_on_answer(&p, &cp, 100 * US, now);	/* suspected after 300 µs */
+	efi_path_on_send(&p, 1, now);
+	/* lost at 200 µs (a probe), sent again at once */
+	efi_path_on_loss(&p);
+	efi_path_on_leave(&p, 1);
+	efi_path_on_send(&p, 1, now + 200 * US);
+	ck_assert(efi_path_check(&p, &cp, now + 310 * US));
+	/* An answer ends it: the next send starts a fresh clock. */
+	efi_path_init(&p, &cp, now);
+	efi_path_on_send(&p, 1, now);
+	efi_path_on_loss(&p);
+	efi_path_on_leave(&p, 1);
+	efi_path_on_answer(&p, &cp, 100 * US, now + 100 * US);
+	efi_path_on_send(&p, 1, now + 5000 * US);
+	ck_assert(!efi_path_check(&p, &cp, now + 5200 * US));
+}
+END_TEST
+
+/* A lost packet is sent again on another active path with room, the one
+ * heard from last; with no other, the caller falls back. */
+START_TEST(retransmission_avoids_the_losing_path)
+{
+	struct efi_cc_params cp = params();
+	struct efi_path ps[3];
+	uint64_t now = 1000 * US;
+
+	for (int i = 0; i < 3; i++)
+		efi_path_init(&ps[i], &cp, 0);
+	ps[0].last_ack_ns = 900 * US;	/* heard from last, but it lost the packet */
+	ps[1].last_ack_ns = 500 * US;
+	ps[2].last_ack_ns = 800 * US;
+	ck_assert_int_eq(efi_paths_pick_retx(ps, 3, now, 0), 2);
+	ck_assert_int_eq(efi_paths_pick_retx(ps, 3, now, 1), 0);
+	ps[2].state = EFI_PATH_SUSPECT;
+	ck_assert_int_eq(efi_paths_pick_retx(ps, 3, now, 0), 1);
+	ps[1].inflight = 16;	/* full */
+	ck_assert_int_eq(efi_paths_pick_retx(ps, 3, now, 0), -1);
+	ck_assert_int_eq(efi_paths_pick_retx(ps, 1, now, 0), -1);
+}
+END_TEST
+
 START_TEST(suspicion_bounds)
 {
 	struct efi_cc_params cp = params();
@@ -175,6 +227,8 @@ int main(void)
 	tcase_add_test(t, probe_and_readmit);
 	tcase_add_test(t, window_is_sum_of_usable_paths);
 	tcase_add_test(t, pick_avoids_suspected_and_full);
+	tcase_add_test(t, dead_path_clock_survives_retransmissions);
+	tcase_add_test(t, retransmission_avoids_the_losing_path);
 	suite_add_tcase(s, t);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -72,6 +72,71 @@ START_TEST(udp_batch_1000_sizes)
 }
 END_TEST
 
+/* Lanes: each datagram leaves from the socket of its lane (the peer sees
+ * that lane's port), arrives tagged with the lane it came in on, a batch
+ * mixing lanes goes out whole, the wire's descriptor polls readable for
+ * any lane, and bad lane sets are refused. */
+START_TEST(udp_lanes)
+{
+	enum { LANES = 3, N = 60 };
+	uint16_t port[LANES], pb;
+	int fds[LANES];
+	struct efi_wire *a, *b = udp_wire("::1", &pb);
+	struct efi_wire_pkt *tx = alloc_pkts(N, BIG_CAP), *rx = alloc_pkts(N, BIG_CAP);
+	unsigned per_lane[LANES] = { 0 };
+
+	for (unsigned l = 0; l < LANES; l++)
+		fds[l] = udp6_socket("::1", &port[l]);
+	a = efi_wire_udp_create_lanes(fds, LANES);
+	ck_assert_ptr_nonnull(a);
+	/* to b from a's lanes, in runs of 1..4 of one lane */
+	for (unsigned i = 0; i < N; i++) {
+		tx[i].len = 100 + i;
+		fill(tx[i].buf, tx[i].len, i);
+		tx[i].peer = addr6("::1", pb);
+		tx[i].lane = (uint8_t)((i / (1 + i % 4)) % LANES);
+	}
+	ck_assert_int_eq(efi_wire_send(a, tx, N), N);
+	ck_assert_uint_eq(recv_all(b, rx, N), N);
+	for (unsigned i = 0; i < N; i++) {
+		uint32_t seq;
+		ck_assert(check_fill(rx[i].buf, rx[i].len, &seq));
+		ck_assert_uint_lt(seq, N);
+		ck_assert_uint_eq(ntohs(rx[i].peer.sin6_port), port[tx[seq].lane]);
+	}
+	/* back from b to each of a's lanes: a says which lane */
+	for (unsigned i = 0; i < N; i++) {
+		tx[i].peer = addr6("::1", port[i % LANES]);
+		tx[i].lane = 0;
+		fill(tx[i].buf, tx[i].len, i);
+	}
+	ck_assert_int_eq(efi_wire_send(b, tx, N), N);
+	ck_assert(wait_readable(a, 1000));
+	ck_assert_uint_eq(recv_all(a, rx, N), N);
+	for (unsigned i = 0; i < N; i++) {
+		uint32_t seq;
+		ck_assert(check_fill(rx[i].buf, rx[i].len, &seq));
+		ck_assert_uint_eq(rx[i].lane, seq % LANES);
+		per_lane[rx[i].lane]++;
+	}
+	for (unsigned l = 0; l < LANES; l++)
+		ck_assert_uint_eq(per_lane[l], N / LANES);
+	ck_assert_int_eq(efi_wire_recv(a, rx, N), 0);
+	/* refused: no lanes, too many, one not a datagram socket */
+	ck_assert_ptr_null(efi_wire_udp_create_lanes(fds, 0));
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_ptr_null(efi_wire_udp_create_lanes(fds, EFI_WIRE_MAX_LANES + 1));
+	int bad[2] = { fds[0], socket(AF_INET6, SOCK_STREAM, 0) };
+	ck_assert_ptr_null(efi_wire_udp_create_lanes(bad, 2));
+	ck_assert_int_eq(errno, EINVAL);
+	close(bad[1]);
+	free_pkts(tx, N);
+	free_pkts(rx, N);
+	efi_wire_destroy(a);
+	efi_wire_destroy(b);
+}
+END_TEST
+
 START_TEST(udp_ipv4_mapped)
 {
 	uint16_t pa, pb, pc;
@@ -439,6 +504,7 @@ static Suite *wire_suite(void)
 
 	tcase_set_timeout(udp, 30);
 	tcase_add_test(udp, udp_batch_1000_sizes);
+	tcase_add_test(udp, udp_lanes);
 	tcase_add_test(udp, udp_ipv4_mapped);
 	tcase_add_test(udp, udp_per_datagram_errors_and_truncation);
 	tcase_add_test(udp, udp_create_rejects);
