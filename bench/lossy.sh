@@ -11,6 +11,12 @@
 # (both directions: each packet crosses one of them once); one path failed
 # (h1p0 down); a bottleneck (tbf BOTTLENECK_RATE, queue BOTTLENECK_QUEUE) on
 # the way into host 1, where the data goes.
+# Then failover: a path fails under a bulk transfer and under a ping-pong
+# (lossy-test, tests/lossy: the port of host 1 the flow uses goes down
+# mid-run); for each of FAILOVER_RUNS runs the longest pause between
+# completions that began within a second of the failure, next to the
+# longest of the same run before it (this machine's own noise).  The bar:
+# no pause over 10 ms at the failure.
 #
 #     sudo bench/lossy.sh [BUILD_DIR]          (default: .)
 #
@@ -18,7 +24,8 @@
 # CLIENT_CPU (1), SCENARIOS (all: "clean loss0.1 loss1 loss5 pathdown
 # bottleneck"), BOTTLENECK_RATE (200mbit), BOTTLENECK_QUEUE (50kb),
 # OFFLOADS (off: per-packet fair loss, shared/TESTBED.md).
-# Needs root, iperf3, sockperf, clang or a built tests/testbed/bpf/loss.o.
+# Needs root, iperf3, sockperf, clang or a built tests/testbed/bpf/loss.o,
+# and tests/lossy/lossy-test (built here when missing).
 # Everything it creates is removed on exit.
 # shellcheck disable=SC2015 # "A && B || fail": fail exits, so it is if-then-else
 # shellcheck disable=SC2059 # printf formats in variables are ours
@@ -28,9 +35,11 @@ export top_builddir
 : "${EFID:=$top_builddir/efid/efid}"
 : "${EFICTL:=$top_builddir/efictl/efictl}"
 : "${EFI_PERF:=$top_builddir/tools/efi-perf/efi-perf}"
-# shellcheck source=tests/testbed/testbed.sh
-. "$(dirname "$0")/../tests/testbed/testbed.sh"
-tb_test_init lb
+[ -x "$top_builddir/tests/lossy/lossy-test" ] ||
+	make -C "$top_builddir" tests/lossy/lossy-test >/dev/null || exit 2
+# shellcheck source=tests/lossy/lib.sh
+. "$(dirname "$0")/../tests/lossy/lib.sh"
+lossy_init lb
 command -v sockperf >/dev/null || skip "sockperf is not installed"
 command -v iperf3 >/dev/null || skip "iperf3 is not installed"
 [ -x "$EFI_PERF" ] || fail "efi-perf not built at $EFI_PERF"
@@ -38,6 +47,7 @@ command -v iperf3 >/dev/null || skip "iperf3 is not installed"
 : "${RUNS:=3}" "${DURATION:=2}" "${SERVER_CPU:=0}" "${CLIENT_CPU:=1}"
 : "${SCENARIOS:=clean loss0.1 loss1 loss5 pathdown bottleneck}"
 : "${BOTTLENECK_RATE:=200mbit}" "${BOTTLENECK_QUEUE:=50kb}" "${OFFLOADS:=off}"
+: "${FAILOVER_RUNS:=5}"
 PORTS="h1p0 h1p1"
 
 tb_up 2 1 2 "$OFFLOADS"
@@ -196,6 +206,35 @@ printf '\n'
 for sc in $SCENARIOS; do
 	printf '%s\n' "${ROW[$sc]}"
 done
+# failover MODE PORT ARGS...: one lossy-test run of MODE in which the busy
+# port of host 1 fails after 2 s; prints "at before" (ms)
+failover() {
+	local mode=$1 lport=$2 port down from
+	shift 2
+	lossy_pair fo "$mode" "$lport" "$@" >/dev/null
+	lossy_wait_started fo
+	sleep 1.5
+	port=$(lossy_busiest_port 1)
+	down=$(lossy_since_start fo)
+	tb_link "$port" down >/dev/null || fail "link $port down"
+	lossy_finish fo >/dev/null
+	tb_link "$port" up >/dev/null || fail "link $port up"
+	from=$(awk -v t="$down" 'BEGIN {print t - 0.05}')
+	echo "$(lossy_gap_within fo "$from" "$(awk -v t="$down" 'BEGIN {print t + 1}')") $(lossy_gap_within fo 1 "$from")"
+}
+
+declare -A FO=()
+for ((i = 1; i <= FAILOVER_RUNS; i++)); do
+	log "failover: run $i of $FAILOVER_RUNS"
+	read -r at before <<<"$(failover bulk 18801 --qps 1 --size 65536 --window 16 --seconds $((DURATION + 2)) --warmup 1 --timeout 20)"
+	FO[bulk_at]+="$at"$'\n'
+	FO[bulk_before]+="$before"$'\n'
+	read -r at before <<<"$(failover pingpong 18802 --size 8 --seconds $((DURATION + 2)) --timeout 20)"
+	FO[pp_at]+="$at"$'\n'
+	FO[pp_before]+="$before"$'\n'
+done
+worst() { grep -E '^[0-9.]+$' | sort -g | tail -n 1; }
+
 cat <<'EOF'
 (write_bw: efi-perf write_bw 64 KiB vs iperf3 -C cubic -l 64K, Gb/s, ratio EFI/TCP:
  higher is better.  send_lat: efi-perf send_lat 8 B (median and p99 of one-way
@@ -205,3 +244,14 @@ cat <<'EOF'
  on host 1's ports over the scenario, every run together; tbf drops: packets
  the bottleneck's queue dropped, every run together.)
 EOF
+
+printf '\nfailover: a path of host 1 fails mid-run (the one the flow uses), %s runs\n' "$FAILOVER_RUNS"
+printf '| flow | longest pause at the failure, median ms | worst ms | longest pause before it (noise), median ms | worst ms |\n'
+printf '|---|--:|--:|--:|--:|\n'
+printf '| bulk write 64 KiB, window 16 | %s | %s | %s | %s |\n' \
+	"$(printf '%s' "${FO[bulk_at]}" | median)" "$(printf '%s' "${FO[bulk_at]}" | worst)" \
+	"$(printf '%s' "${FO[bulk_before]}" | median)" "$(printf '%s' "${FO[bulk_before]}" | worst)"
+printf '| ping-pong 8 B (round trip) | %s | %s | %s | %s |\n' \
+	"$(printf '%s' "${FO[pp_at]}" | median)" "$(printf '%s' "${FO[pp_at]}" | worst)" \
+	"$(printf '%s' "${FO[pp_before]}" | median)" "$(printf '%s' "${FO[pp_before]}" | worst)"
+echo "(pauses over 2 ms between completions, lossy-test; the bar is 10 ms at the failure)"

@@ -26,10 +26,13 @@
 
 const char *dp_case = "?";
 
+void (*dp_fail_hook)(void);
+
 void dp_fail_at(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
 	char msg[1024];
+	void (*hook)(void) = dp_fail_hook;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -37,6 +40,10 @@ void dp_fail_at(const char *file, int line, const char *fmt, ...)
 	fflush(stdout);
 	fprintf(stderr, "FAIL %s (%s:%d): %s\n", dp_case, file, line, msg);
 	fflush(stderr);
+	dp_fail_hook = NULL;	/* a failure inside the hook ends here */
+	if (hook)
+		hook();
+	fflush(stdout);
 	/* other threads may be inside libefi: no atexit handlers */
 	_exit(1);
 }

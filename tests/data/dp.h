@@ -84,6 +84,9 @@ extern const char *dp_case;
 void dp_fail_at(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4), noreturn));
 #define DP_FAIL(...) dp_fail_at(__FILE__, __LINE__, __VA_ARGS__)
+/* Called (once) by a failing check before the process exits: a test's
+ * chance to print the state that explains the failure. */
+extern void (*dp_fail_hook)(void);
 #define DP_CHECK(cond, ...) do { if (!(cond)) DP_FAIL(__VA_ARGS__); } while (0)
 #define DP_CHECK_RC(expr) do {						\
 	int rc_ = (expr);						\

@@ -133,6 +133,16 @@ lossy_busiest_port() {
 	echo "$best"
 }
 
+# lossy_gap_within NAME FROM TO: the longest pause (ms) of the client's
+# GAPS line (pauses over 2 ms) that began between FROM and TO seconds of
+# its time; 0 when none did.  The pause a failure causes begins at the
+# last completion before it: FROM a little before the failure.
+lossy_gap_within() {
+	sed -n 's/^GAPS //p' "$TMPD/$1.client" | tr ' ' '\n' |
+		awk -F@ -v from="$2" -v to="$3" '$2 != "" && $2 + 0 >= from && $2 + 0 <= to && $1 + 0 > max {max = $1 + 0}
+			END {printf "%.2f\n", max + 0}'
+}
+
 # lossy_holds VALUE OP LIMIT: true when the two numbers compare so (awk)
 lossy_holds() {
 	[ -n "$1" ] && awk -v v="$1" -v l="$3" "BEGIN {exit !(v $2 l)}"

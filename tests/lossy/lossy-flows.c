@@ -23,16 +23,27 @@
  * longest is top[0]): scripts put them next to the moment they broke the
  * network, so that the pause the failure caused is told from noise. */
 #define GAP_TOP 3
+/* Every pause over GAP_NOTABLE s is kept too (up to GAP_KEEP of them), so
+ * that a script can ask for the longest in any window of time: the one
+ * around the moment it failed a path against the ones before it. */
+#define GAP_NOTABLE 0.002
+#define GAP_KEEP 512
 
 struct gap {
 	double last, max, at;
 	double top[GAP_TOP], top_at[GAP_TOP];
+	unsigned nkept;
+	float kept[GAP_KEEP], kept_at[GAP_KEEP];
 };
 
 static void gap_add(struct gap *g, double len, double at)
 {
 	int i = GAP_TOP - 1;
 
+	if (len > GAP_NOTABLE && g->nkept < GAP_KEEP) {
+		g->kept[g->nkept] = (float)len;
+		g->kept_at[g->nkept++] = (float)at;
+	}
 	if (len <= g->top[i])
 		return;
 	for (; i > 0 && g->top[i - 1] < len; i--) {
@@ -62,6 +73,15 @@ static const char *gap_list(const struct gap *g, char *buf, size_t size)
 		n += (size_t)snprintf(buf + n, size - n, "%s%.2f@%.2f", i ? "," : "", g->top[i] * 1e3,
 				      g->top_at[i]);
 	return buf[0] ? buf : "none";
+}
+
+/* "GAPS len_ms@at_s …": every pause over GAP_NOTABLE, in time order */
+static void gap_print_kept(const struct gap *g)
+{
+	printf("GAPS");
+	for (unsigned i = 0; i < g->nkept; i++)
+		printf(" %.2f@%.3f", g->kept[i] * 1e3, g->kept_at[i]);
+	printf("%s\n", g->nkept ? "" : " none");
 }
 
 static void check_gap_limit(const struct lossy_opts *o, const struct gap *g, const char *what)
@@ -156,6 +176,7 @@ static void bulk_client(struct dp_side *s, const struct lossy_opts *o, struct fl
 	fflush(stdout);
 	for (int q = 0; q < n; q++)
 		lossy_print_counters("requester", fl[q].c.qp);
+	gap_print_kept(&all);
 	check_gap_limit(o, &all, "bulk");
 }
 
@@ -241,6 +262,24 @@ static void pp_check_recv(const struct efi_wc *wc, uint32_t size, uint32_t want)
 		 "out of order)", ntohl(wc->imm_data), want);
 }
 
+/* The QP failed (a receive was flushed): say why, from the send side's
+ * first error, and how its paths stood. */
+static void pp_explain(struct dp_conn *c)
+{
+	struct efi_wc wc[16];
+	int k;
+
+	while ((k = efi_poll_cq(c->scq, 16, wc)) > 0)
+		for (int i = 0; i < k; i++)
+			if (wc[i].status != EFI_WC_SUCCESS) {
+				printf("FIRST-ERROR send %" PRIu64 ": %s\n", wc[i].wr_id,
+				       efi_wc_status_str(wc[i].status));
+				k = -1;
+				break;
+			}
+	lossy_print_counters("failed", c->qp);
+}
+
 static void pingpong_server(const struct lossy_opts *o, struct dp_conn *c)
 {
 	uint64_t sent = 0, done = 0;
@@ -289,6 +328,8 @@ static void pingpong_client(const struct lossy_opts *o, struct dp_conn *c)
 		DP_CHECK_RC(pp_send(c, o->size, iter));
 		sent++;
 		dp_wait_wc(c->rcq, &wc, "a pong");
+		if (wc.status != EFI_WC_SUCCESS)
+			pp_explain(c);
 		pp_check_recv(&wc, o->size, iter);
 		pp_post_recv(c, o->size, wc.wr_id);
 		t = dp_now() - t;
@@ -319,6 +360,7 @@ static void pingpong_client(const struct lossy_opts *o, struct dp_conn *c)
 	       g.at, gap_list(&g, list, sizeof(list)));
 	fflush(stdout);
 	free(rtt);
+	gap_print_kept(&g);
 	check_gap_limit(o, &g, "ping-pong");
 }
 

@@ -589,6 +589,14 @@ static void integrity_requester(struct dp_side *s, const struct lossy_opts *o, s
 	free(r.read_pattern);
 }
 
+static struct dp_conn *failing_conn;
+
+static void explain_failure(void)
+{
+	if (failing_conn && failing_conn->qp)
+		lossy_print_counters("at-failure", failing_conn->qp);
+}
+
 void lossy_integrity(struct dp_side *s, const struct lossy_opts *o)
 {
 	struct layout l = make_layout(o);
@@ -607,10 +615,13 @@ void lossy_integrity(struct dp_side *s, const struct lossy_opts *o)
 	dp_exchange(s, &c, 1);
 	dp_conn_connect(&c);
 	dp_sync(s, "connected");
+	failing_conn = &c;
+	dp_fail_hook = explain_failure;
 	if (s->opts->server)
 		integrity_target(s, o, &c, &l);
 	else
 		integrity_requester(s, o, &c, &l);
+	dp_fail_hook = NULL;
 	dp_sync(s, "integrity done");
 	dp_conn_destroy(&c);
 }

@@ -80,14 +80,24 @@ void lossy_print_counters(const char *who, struct efi_qp *qp)
 {
 	struct efi_counters c;
 
-	/* the fields of the committed API only: this must build against the
-	 * transport before and after its rewrite */
-	DP_CHECK_RC(efi_query_qp_counters(qp, &c));
+	if (efi_query_qp_counters(qp, &c) != 0)
+		return;	/* also called on the way out of a failure */
 	printf("COUNTERS %s qp %u: tx_packets=%" PRIu64 " rx_packets=%" PRIu64
 	       " retransmissions=%" PRIu64 " timeouts=%" PRIu64 " duplicates=%" PRIu64
-	       " seq_naks_sent=%" PRIu64 " rnr_naks_received=%" PRIu64 " drops=%" PRIu64 "\n",
+	       " seq_naks_sent=%" PRIu64 " rnr_naks_received=%" PRIu64 " drops=%" PRIu64
+	       " (out_of_window=%" PRIu64 " qp_state=%" PRIu64 ") tail_probes=%" PRIu64 " paths=%u\n",
 	       who, qp->qp_num, c.tx_packets, c.rx_packets, c.retransmissions, c.timeouts,
-	       c.duplicates, c.seq_naks_sent, c.rnr_naks_received, c.drops);
+	       c.duplicates, c.seq_naks_sent, c.rnr_naks_received, c.drops,
+	       c.drop_reasons[EFI_DROP_OUT_OF_WINDOW], c.drop_reasons[EFI_DROP_QP_STATE],
+	       c.tail_probes, c.num_paths);
+	/* how each path fared: which were avoided and how often */
+	for (unsigned i = 0; i < c.num_paths && i < EFI_COUNTERS_PATHS; i++)
+		printf("PATH %s qp %u path %u: %s rtt_min_us=%.1f srtt_us=%.1f cwnd=%.2f inflight=%" PRIu64
+		       " retransmissions=%" PRIu64 " suspected=%" PRIu64 " restored=%" PRIu64 "\n",
+		       who, qp->qp_num, i, c.paths[i].active ? "active" : "suspect",
+		       c.paths[i].rtt_min_ns / 1e3, c.paths[i].rtt_smoothed_ns / 1e3,
+		       c.paths[i].cwnd_milli / 1e3, c.paths[i].inflight, c.paths[i].retransmissions,
+		       c.paths[i].suspected, c.paths[i].restored);
 	fflush(stdout);
 }
 

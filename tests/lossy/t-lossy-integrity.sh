@@ -33,7 +33,7 @@ for p in h2p0 h2p1; do
 	tb_dup "$p" "$DUP" both || fail "tb_dup $p"
 done
 log "$MESSAGES messages, seed $SEED, loss $LOSS on h1p0/h1p1, dup $DUP on h2p0/h2p1, EFI_FAULT reorder $REORDER"
-LOSSY_ENV="EFI_FAULT=reorder=$REORDER,seed=$SEED"
+LOSSY_ENV="${LOSSY_ENV:+$LOSSY_ENV }EFI_FAULT=reorder=$REORDER,seed=$SEED"
 lossy_pair int integrity 18711 --messages "$MESSAGES" --seed "$SEED" --timeout 30
 lossy_finish int
 for p in h1p0 h1p1 h2p0 h2p1; do
