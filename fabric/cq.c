@@ -41,8 +41,10 @@ static uint64_t wc_flags(const struct efi_wc *wc)
 	case EFI_WC_RDMA_READ:
 		return FI_RMA | FI_READ;
 	case EFI_WC_COMP_SWAP:
-	case EFI_WC_FETCH_ADD:
 		return FI_ATOMIC | FI_READ;
+	case EFI_WC_FETCH_ADD:
+		/* fi_atomic (a write) or fi_fetch_atomic */
+		return FI_ATOMIC | ((wc->wr_id & EFI_FI_WR_AWRITE) ? FI_WRITE : FI_READ);
 	case EFI_WC_RECV:
 		return FI_RECV | FI_MSG | ((wc->wc_flags & EFI_WC_WITH_IMM) ? FI_REMOTE_CQ_DATA : 0);
 	case EFI_WC_RECV_RDMA_WITH_IMM:
@@ -52,9 +54,15 @@ static uint64_t wc_flags(const struct efi_wc *wc)
 	}
 }
 
+/* The operation's context: wr_id without the provider's flag bits. */
+static void *wc_context(const struct efi_wc *wc)
+{
+	return (void *)(uintptr_t)(wc->wr_id & ~EFI_FI_WR_BITS);
+}
+
 static void fill_entry(const struct efi_fi_cq *cq, const struct efi_wc *wc, void *buf, size_t i)
 {
-	void *ctx = (void *)(uintptr_t)(wc->wr_id & ~EFI_FI_WR_SILENT);
+	void *ctx = wc_context(wc);
 	uint64_t flags = wc_flags(wc);
 	bool recv = (wc->opcode & EFI_WC_RECV) != 0;
 
@@ -165,7 +173,7 @@ static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *e, uint64_
 	}
 	pthread_mutex_unlock(&cq->lock);
 	/* keep err_data/err_data_size as given (1.5+ ABI): we have none */
-	e->op_context = (void *)(uintptr_t)(wc.wr_id & ~EFI_FI_WR_SILENT);
+	e->op_context = wc_context(&wc);
 	e->flags = wc_flags(&wc);
 	e->len = 0;
 	e->buf = NULL;
@@ -191,8 +199,11 @@ static const char *cq_strerror(struct fid_cq *fcq, int prov_errno, const void *e
 	return s;
 }
 
-/* Discards the channel's pending events (its fd is non-blocking). */
-static void cq_drain_events(struct efi_fi_cq *cq)
+/* Takes the channel's pending events (its fd is non-blocking) and says
+ * how many there were.  efi_get_cq_event also kicks libefi's progress
+ * thread: it takes the transport over at once instead of leaving it to a
+ * caller it believes is still polling. */
+static unsigned int cq_drain_events(struct efi_fi_cq *cq)
 {
 	struct efi_cq *ecq;
 	void *ctx;
@@ -202,10 +213,21 @@ static void cq_drain_events(struct efi_fi_cq *cq)
 		n++;
 	if (n)
 		efi_ack_cq_events(cq->ecq, n);
+	return n;
 }
 
-/* Arms the CQ and says whether it may now sleep on the fd: -FI_EAGAIN when
- * completions are already waiting. */
+/* Arms the CQ and says whether the caller may now sleep on the fd:
+ * -FI_EAGAIN when completions are already waiting.
+ *
+ * The order matters.  efi_poll_cq (cq_fill) runs the transport in the
+ * caller and tells libefi's progress thread that the application is
+ * polling, so that thread stays away for up to ~0.45 ms (libefi
+ * progress.c: APP_ACTIVE_NS + APP_BACKOFF_NS).  A caller that then sleeps
+ * on the fd would wait that long for its completion (ofi_rxm's waits,
+ * fi_cq_sread: ~0.4 ms per message).  So the last call before sleeping is
+ * efi_get_cq_event (cq_drain_events), whose kick hands the transport to
+ * the progress thread now; an event it finds means a completion arrived
+ * after arming: not time to sleep. */
 int efi_fi_cq_trywait(struct efi_fi_cq *cq)
 {
 	int ret = 0;
@@ -214,11 +236,11 @@ int efi_fi_cq_trywait(struct efi_fi_cq *cq)
 		return -FI_EINVAL;
 	pthread_mutex_lock(&cq->lock);
 	cq_drain_events(cq);
-	if (efi_req_notify_cq(cq->ecq, 0))
+	if (efi_req_notify_cq(cq->ecq, 0)) {
 		ret = -FI_EINVAL;
-	else {
+	} else {
 		cq_fill(cq);
-		if (cq->count)
+		if (cq->count || cq_drain_events(cq))
 			ret = -FI_EAGAIN;
 	}
 	pthread_mutex_unlock(&cq->lock);

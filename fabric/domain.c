@@ -67,13 +67,6 @@ static int no_srx_ctx(struct fid_domain *d, struct fi_rx_attr *a, struct fid_ep 
 	return -FI_ENOSYS;	/* libefi has no shared receive queues */
 }
 
-static int no_query_atomic(struct fid_domain *d, enum fi_datatype t, enum fi_op op,
-			   struct fi_atomic_attr *a, uint64_t flags)
-{
-	(void)d, (void)t, (void)op, (void)a, (void)flags;
-	return -FI_ENOSYS;
-}
-
 static int no_query_collective(struct fid_domain *d, enum fi_collective_op coll,
 			       struct fi_collective_attr *a, uint64_t flags)
 {
@@ -109,7 +102,7 @@ static struct fi_ops_domain domain_ops = {
 	.poll_open = no_poll_open,
 	.stx_ctx = no_stx_ctx,
 	.srx_ctx = no_srx_ctx,
-	.query_atomic = no_query_atomic,
+	.query_atomic = efi_fi_query_atomic,
 	.query_collective = no_query_collective,
 	.endpoint2 = endpoint2,
 };

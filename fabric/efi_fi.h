@@ -52,6 +52,8 @@
 
 #define EFI_FI_CAPS	(FI_MSG | FI_RMA | FI_SEND | FI_RECV | FI_READ | FI_WRITE | \
 			 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_LOCAL_COMM | FI_REMOTE_COMM)
+/* added when the device has libefi's atomics (fetch-add, compare-swap) */
+#define EFI_FI_ATOMIC_CAPS FI_ATOMIC
 #define EFI_FI_MR_MODE	(FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
 #define EFI_FI_MSG_ORDER (FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_RAS | FI_ORDER_WAW | \
 			  FI_ORDER_WAS | FI_ORDER_SAW | FI_ORDER_SAS)
@@ -177,8 +179,13 @@ int efi_fi_cq_trywait(struct efi_fi_cq *cq);
 
 /* wr_id of work requests: the fi context, with the low bit flagging an
  * operation whose completion the application did not ask for (its CQ entry
- * is suppressed).  Contexts are at least 2-byte aligned pointers or NULL. */
+ * is suppressed) and bit 1 an fi_atomic write (a fetch-add whose completion
+ * says FI_WRITE, not FI_READ).  Contexts must therefore be NULL or 4-byte
+ * aligned (every libfabric context is a pointer-aligned struct); the post
+ * calls refuse others with -FI_EINVAL. */
 #define EFI_FI_WR_SILENT 1ULL
+#define EFI_FI_WR_AWRITE 2ULL
+#define EFI_FI_WR_BITS (EFI_FI_WR_SILENT | EFI_FI_WR_AWRITE)
 
 /* ------------------------------------------------------------ endpoints */
 
@@ -214,6 +221,10 @@ struct efi_fi_ep {
 	struct sockaddr_storage peer;
 	bool enabled, connected, shut;
 	uint32_t max_inline;
+	/* where fi_atomic writes (fetch-adds) put the value nobody reads;
+	 * its MR is registered by the first one (atomic.c) */
+	uint64_t atomic_scratch;
+	struct efi_mr *scratch_mr;
 };
 
 int efi_fi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
@@ -223,6 +234,13 @@ extern struct fi_ops_msg efi_fi_msg_ops;
 extern struct fi_ops_rma efi_fi_rma_ops;
 extern struct fi_ops_tagged efi_fi_no_tagged_ops;
 extern struct fi_ops_atomic efi_fi_no_atomic_ops;
+extern struct fi_ops_atomic efi_fi_atomic_ops;
+/* Whether the device has libefi's atomics (FI_ATOMIC in fi_info). */
+bool efi_fi_atomics_offered(const struct efi_device_attr *da);
+int efi_fi_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum fi_op op,
+			struct fi_atomic_attr *attr, uint64_t flags);
+/* Whether a transmit operation with these flags gets no CQ entry. */
+bool efi_fi_tx_silent(const struct efi_fi_ep *ep, uint64_t flags);
 extern struct fi_ops_collective efi_fi_no_collective_ops;
 
 /* Posts one send WR built from the arguments (msg.c); -FI_E* or 0. */

@@ -131,6 +131,7 @@ static int ep_close(struct fid *fid)
 	if (ep->connreq)
 		fi_close(&ep->connreq->fid);
 	efi_destroy_qp(ep->qp);
+	efi_dereg_mr(ep->scratch_mr);	/* after the QP: no fetch-add lands in it */
 	efi_destroy_cq(ep->own_cq);
 	if (ep->tx_cq)
 		__atomic_fetch_sub(&ep->tx_cq->refs, 1, __ATOMIC_SEQ_CST);
@@ -247,7 +248,8 @@ int efi_fi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_e
 	ep->ep.msg = &efi_fi_msg_ops;
 	ep->ep.rma = &efi_fi_rma_ops;
 	ep->ep.tagged = &efi_fi_no_tagged_ops;
-	ep->ep.atomic = &efi_fi_no_atomic_ops;
+	ep->ep.atomic = efi_fi_atomics_offered(&dom->attr) ? &efi_fi_atomic_ops
+							   : &efi_fi_no_atomic_ops;
 	ep->ep.collective = &efi_fi_no_collective_ops;
 	__atomic_fetch_add(&dom->refs, 1, __ATOMIC_SEQ_CST);
 	*out = &ep->ep;

@@ -221,6 +221,18 @@ static void unwatch(struct efi_fi_eq *eq, struct efi_fi_cm_owner *o)
 	o->watched = false;
 }
 
+/* Whether an owner's channel (or the eventfd) is readable: one epoll_wait
+ * that does not wait.  ofi_rxm reads its EQ from inside every fi_cq_read
+ * (several times per message); asking every owner (a read and a poll per
+ * connection, the listener's socket) each time cost ~5 system calls per
+ * read.  An error answers "maybe", so the owners are asked. */
+static bool eq_owner_readable(struct efi_fi_eq *eq)
+{
+	struct epoll_event ev;
+
+	return epoll_wait(eq->epfd, &ev, 1, 0) != 0;
+}
+
 /* Collects the owners' pending events; eq->lock held. */
 static void eq_poll_owners(struct efi_fi_eq *eq)
 {
@@ -298,7 +310,8 @@ static ssize_t eq_read(struct fid_eq *feq, uint32_t *event, void *buf, size_t le
 	ssize_t ret;
 
 	pthread_mutex_lock(&eq->lock);
-	eq_poll_owners(eq);
+	if (eq_owner_readable(eq))
+		eq_poll_owners(eq);
 	e = eq->head;
 	if (!e) {
 		ret = -FI_EAGAIN;
@@ -331,7 +344,8 @@ static ssize_t eq_readerr(struct fid_eq *feq, struct fi_eq_err_entry *buf, uint6
 	size_t user_size = buf->err_data_size;
 
 	pthread_mutex_lock(&eq->lock);
-	eq_poll_owners(eq);
+	if (eq_owner_readable(eq))
+		eq_poll_owners(eq);
 	e = eq->head;
 	if (!e || !e->is_err) {
 		pthread_mutex_unlock(&eq->lock);

@@ -98,14 +98,17 @@ static int resolve(const char *node, const char *service, bool passive, int fami
 	return 0;
 }
 
-/* What the hints ask that this provider cannot give. */
+/* Every capability some device may offer. */
+#define ALL_CAPS (EFI_FI_CAPS | EFI_FI_ATOMIC_CAPS | FI_REMOTE_CQ_DATA)
+
+/* What the hints ask that this provider cannot give on any device. */
 static bool hints_unsupported(uint32_t version, const struct fi_info *hints)
 {
 	if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
 		return true;	/* FI_LOCAL_MR-era API: not offered */
 	if (!hints)
 		return false;
-	if (hints->caps & ~(EFI_FI_CAPS | FI_REMOTE_CQ_DATA))
+	if (hints->caps & ~ALL_CAPS)
 		return true;
 	if (hints->addr_format != FI_FORMAT_UNSPEC && hints->addr_format != FI_SOCKADDR &&
 	    hints->addr_format != FI_SOCKADDR_IN && hints->addr_format != FI_SOCKADDR_IN6)
@@ -128,16 +131,73 @@ static bool hints_unsupported(uint32_t version, const struct fi_info *hints)
 			return true;
 		if (d->cq_data_size > 4 || d->mr_key_size > 4)
 			return true;
-		if (d->caps & ~(EFI_FI_CAPS | FI_REMOTE_CQ_DATA))
+		if (d->caps & ~ALL_CAPS)
 			return true;
 	}
 	if (hints->fabric_attr && hints->fabric_attr->name &&
 	    strcmp(hints->fabric_attr->name, EFI_FI_FABRIC_NAME))
 		return true;
-	if (hints->tx_attr && (hints->tx_attr->caps & ~(EFI_FI_CAPS | FI_REMOTE_CQ_DATA)))
+	if (hints->tx_attr && (hints->tx_attr->caps & ~ALL_CAPS))
 		return true;
-	if (hints->rx_attr && (hints->rx_attr->caps & ~(EFI_FI_CAPS | FI_REMOTE_CQ_DATA)))
+	if (hints->rx_attr && (hints->rx_attr->caps & ~ALL_CAPS))
 		return true;
+	return false;
+}
+
+/* The capabilities of a device (before hints narrow them). */
+static uint64_t device_caps(const struct efi_device_attr *da)
+{
+	return EFI_FI_CAPS | (efi_fi_atomics_offered(da) ? EFI_FI_ATOMIC_CAPS : 0);
+}
+
+/* What the hints ask beyond this device's limits: such a request gets no
+ * entry (a smaller one than asked would be a lie), never a weakened one.
+ * Zero in a hint means "anything", as in libfabric. */
+static bool hints_exceed(const struct fi_info *hints, const struct efi_device_attr *da,
+			 const struct efi_port_attr *pa)
+{
+	uint64_t caps = device_caps(da) | FI_REMOTE_CQ_DATA;
+	size_t max_msg = pa->max_msg_sz ? pa->max_msg_sz : da->max_msg_sz;
+	size_t qp_wr = (size_t)da->max_qp_wr, sge = (size_t)da->max_sge;
+
+	if (!hints)
+		return false;
+	if (hints->caps & ~caps)
+		return true;
+	if (hints->ep_attr) {
+		const struct fi_ep_attr *e = hints->ep_attr;
+
+		if (e->max_msg_size > max_msg || e->msg_prefix_size ||
+		    e->max_order_raw_size > max_msg || e->max_order_war_size > max_msg ||
+		    e->max_order_waw_size > max_msg)
+			return true;
+	}
+	if (hints->tx_attr) {
+		const struct fi_tx_attr *t = hints->tx_attr;
+
+		if ((t->caps & ~caps) || t->size > qp_wr || t->iov_limit > sge ||
+		    t->rma_iov_limit > 1 || t->inject_size > da->max_inline_data ||
+		    (t->msg_order & ~EFI_FI_MSG_ORDER) || (t->comp_order & ~FI_ORDER_NONE))
+			return true;
+	}
+	if (hints->rx_attr) {
+		const struct fi_rx_attr *r = hints->rx_attr;
+
+		if ((r->caps & ~caps) || r->size > qp_wr || r->iov_limit > sge ||
+		    (r->msg_order & ~EFI_FI_MSG_ORDER) || (r->comp_order & ~FI_ORDER_NONE))
+			return true;
+	}
+	if (hints->domain_attr) {
+		const struct fi_domain_attr *d = hints->domain_attr;
+
+		/* mr_key_size, cq_data_size: hints_unsupported */
+		if ((d->caps & ~caps) || d->cq_cnt > (size_t)da->max_cq ||
+		    d->ep_cnt > (size_t)da->max_qp || d->tx_ctx_cnt > (size_t)da->max_qp || d->rx_ctx_cnt > (size_t)da->max_qp ||
+		    d->max_ep_tx_ctx > 1 || d->max_ep_rx_ctx > 1 || d->max_ep_stx_ctx ||
+		    d->max_ep_srx_ctx || d->cntr_cnt || d->mr_iov_limit > 1 ||
+		    d->mr_cnt > (size_t)da->max_mr)
+			return true;
+	}
 	return false;
 }
 
@@ -161,7 +221,7 @@ static struct fi_info *make_info(const struct fi_info *hints, const char *devnam
 				 const struct sockaddr_storage *dst)
 {
 	struct fi_info *fi = fi_allocinfo();
-	uint64_t caps = EFI_FI_CAPS;
+	uint64_t caps = device_caps(da);
 
 	if (!fi)
 		return NULL;
@@ -185,7 +245,7 @@ static struct fi_info *make_info(const struct fi_info *hints, const char *devnam
 		memcpy(fi->dest_addr, dst, fi->dest_addrlen);
 	}
 
-	fi->tx_attr->caps = caps & (FI_MSG | FI_RMA | FI_SEND | FI_READ | FI_WRITE);
+	fi->tx_attr->caps = caps & (FI_MSG | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | FI_WRITE);
 	fi->tx_attr->msg_order = EFI_FI_MSG_ORDER;
 	fi->tx_attr->comp_order = FI_ORDER_NONE;
 	fi->tx_attr->inject_size = da->max_inline_data;
@@ -193,8 +253,8 @@ static struct fi_info *make_info(const struct fi_info *hints, const char *devnam
 	fi->tx_attr->iov_limit = (size_t)da->max_sge;
 	fi->tx_attr->rma_iov_limit = 1;
 
-	fi->rx_attr->caps = caps & (FI_MSG | FI_RMA | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE |
-				    FI_REMOTE_CQ_DATA);
+	fi->rx_attr->caps = caps & (FI_MSG | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |
+				    FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
 	fi->rx_attr->msg_order = EFI_FI_MSG_ORDER;
 	fi->rx_attr->comp_order = FI_ORDER_NONE;
 	fi->rx_attr->size = (size_t)da->max_qp_wr;
@@ -284,7 +344,7 @@ static int device_infos(struct efi_device *dev, const struct fi_info *hints,
 	if (!ctx)
 		return 0;	/* gone or not ours: not offered */
 	if (efi_query_device(ctx, &da) || efi_query_port(ctx, 1, &pa) ||
-	    pa.state != EFI_PORT_ACTIVE)
+	    pa.state != EFI_PORT_ACTIVE || hints_exceed(hints, &da, &pa))
 		goto out;
 	for (int i = 0; i < pa.gid_tbl_len; i++) {
 		union efi_gid gid;

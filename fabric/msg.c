@@ -38,6 +38,12 @@ static uint64_t wr_id(void *context, bool silent)
 	return (uint64_t)(uintptr_t)context | (silent ? EFI_FI_WR_SILENT : 0);
 }
 
+bool efi_fi_tx_silent(const struct efi_fi_ep *ep, uint64_t flags)
+{
+	return !ep->tx_cq || (flags & FI_INJECT) ||
+	       ((ep->tx_flags & FI_SELECTIVE_COMPLETION) && !(flags & FI_COMPLETION));
+}
+
 ssize_t efi_fi_post(struct efi_fi_ep *ep, enum efi_wr_opcode op, const struct iovec *iov,
 		    void **desc, size_t count, uint64_t raddr, uint64_t rkey, uint64_t data,
 		    uint64_t flags, void *context)
@@ -50,6 +56,8 @@ ssize_t efi_fi_post(struct efi_fi_ep *ep, enum efi_wr_opcode op, const struct io
 
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
+	if ((uintptr_t)context & EFI_FI_WR_BITS)
+		return -FI_EINVAL;	/* see EFI_FI_WR_SILENT */
 	ret = fill_sges(sge, iov, desc, count, &total);
 	if (ret)
 		return ret;
@@ -58,8 +66,7 @@ ssize_t efi_fi_post(struct efi_fi_ep *ep, enum efi_wr_opcode op, const struct io
 			return -FI_EINVAL;
 		wr.send_flags |= EFI_SEND_INLINE;
 	}
-	silent = !ep->tx_cq || (flags & FI_INJECT) ||
-		 ((ep->tx_flags & FI_SELECTIVE_COMPLETION) && !(flags & FI_COMPLETION));
+	silent = efi_fi_tx_silent(ep, flags);
 	if (!silent)
 		wr.send_flags |= EFI_SEND_SIGNALED;
 	if (flags & FI_FENCE)
@@ -93,6 +100,8 @@ static ssize_t post_recv(struct efi_fi_ep *ep, const struct iovec *iov, void **d
 
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
+	if ((uintptr_t)context & EFI_FI_WR_BITS)
+		return -FI_EINVAL;	/* see EFI_FI_WR_SILENT */
 	ret = fill_sges(sge, iov, desc, count, &total);
 	if (ret)
 		return ret;

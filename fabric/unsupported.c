@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The operation tables of what the provider does not offer: tagged messages
- * (ofi_rxm layers them on top), atomics and collectives.  Every entry
+ * (ofi_rxm layers them on top), collectives, and atomics on a device
+ * without libefi's atomics (atomic.c has the real ones).  Every entry
  * returns -FI_ENOSYS, so an application that calls them anyway learns it
  * instead of crashing on a NULL table.
  */

@@ -1,7 +1,7 @@
 #!/bin/bash
 # fi_info (Debian's libfabric-bin) inside an instance lists the efi
 # provider from the build tree, tells the truth about it (FI_EP_MSG,
-# FI_MSG|FI_RMA, the interface's address, the MR mode) and lists
+# FI_MSG|FI_RMA|FI_ATOMIC, the interface's address, the MR mode) and lists
 # "efi;ofi_rxm" with FI_EP_RDM and FI_TAGGED on top of it; outside an
 # instance (no interface) it lists nothing.  Cost: ~3 s.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
@@ -15,13 +15,13 @@ out=$(fa fi_info -p efi -t FI_EP_MSG -v) || fail "fi_info -p efi failed: $out"
 printf '%s\n' "$out" | head -80
 fmatch "prov_name: efi\$" "$out" "provider name"
 fmatch 'type: FI_EP_MSG' "$out" "endpoint type"
-fmatch 'caps: .*FI_MSG.*FI_RMA' "$out" "capabilities"
+fmatch 'caps: .*FI_MSG.*FI_RMA.*FI_ATOMIC' "$out" "capabilities"
 fmatch "FI_SOCKADDR_IN" "$out" "address format"
 fmatch "fi_sockaddr_in://$IP_A:0" "$out" "source address: the interface's"
 fmatch 'mr_mode: \[ FI_MR_LOCAL, FI_MR_VIRT_ADDR, FI_MR_ALLOCATED, FI_MR_PROV_KEY \]' "$out" "MR mode"
 fmatch 'name: efi0' "$out" "domain name: the interface"
-if grep -qE 'FI_TAGGED|FI_ATOMIC' <<<"$(grep 'caps:' <<<"$out")"; then
-	fail "efi claims FI_TAGGED or FI_ATOMIC: $out"
+if grep -qE 'FI_TAGGED|FI_COLLECTIVE' <<<"$(grep 'caps:' <<<"$out")"; then
+	fail "efi claims FI_TAGGED or FI_COLLECTIVE: $out"
 fi
 
 log "fi_info -p 'efi;ofi_rxm' -t FI_EP_RDM"
