@@ -30,17 +30,6 @@ static const struct ctl_policy connection_policy[EFI_A_MAX] = {
 	[EFI_A_PID] = { .kind = CTL_U32 },
 };
 
-static void *grow_one(void *arr_ptr, size_t *n, size_t sz)
-{
-	void **arr = arr_ptr;
-	void *p = realloc(*arr, (*n + 1) * sz);
-	if (!p)
-		return NULL;
-	*arr = p;
-	memset((char *)p + *n * sz, 0, sz);
-	return (char *)p + (*n)++ * sz;
-}
-
 /* Only what efid sends: the three shown states (efid/cm_status.c). */
 static bool known_state(const char *s)
 {
@@ -58,7 +47,7 @@ int ec_cm_parse_attr(const struct ctl_attr *a, struct ec_iface *out)
 		    !ctl_has(tb, EFI_A_CM_SERVICE) || !ctl_has(tb, EFI_A_PID) ||
 		    !ctl_has(tb, EFI_A_CM_BACKLOG) || !ctl_has(tb, EFI_A_CM_PENDING))
 			return -EBADMSG;
-		l = grow_one(&out->listeners, &out->nlisteners, sizeof(*l));
+		l = ec_grow_one(&out->listeners, &out->nlisteners, sizeof(*l));
 		if (!l)
 			return -ENOMEM;
 		ctl_attr_u32(&tb[EFI_A_CM_SERVICE], &l->service);
@@ -76,7 +65,7 @@ int ec_cm_parse_attr(const struct ctl_attr *a, struct ec_iface *out)
 		    !ctl_has(tb, EFI_A_CM_PEER_QPN) || !ctl_has(tb, EFI_A_STATE) ||
 		    ctl_attr_str(&tb[EFI_A_STATE], &state) || !known_state(state))
 			return -EBADMSG;
-		c = grow_one(&out->conns, &out->nconns, sizeof(*c));
+		c = ec_grow_one(&out->conns, &out->nconns, sizeof(*c));
 		if (!c)
 			return -ENOMEM;
 		ctl_attr_u32(&tb[EFI_A_CM_QPN], &c->qpn);
@@ -110,14 +99,10 @@ void ec_cm_json(struct json *j, const struct ec_iface *i)
 	for (size_t k = 0; k < i->nlisteners; k++) {
 		const struct ec_cm_listener *l = &i->listeners[k];
 		json_obj_begin(j);
-		json_key(j, "service");
-		json_u64(j, l->service);
-		json_key(j, "pid");
-		json_u64(j, l->pid);
-		json_key(j, "backlog");
-		json_u64(j, l->backlog);
-		json_key(j, "pending");
-		json_u64(j, l->pending);
+		json_member_u64(j, "service", l->service);
+		json_member_u64(j, "pid", l->pid);
+		json_member_u64(j, "backlog", l->backlog);
+		json_member_u64(j, "pending", l->pending);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
@@ -126,19 +111,15 @@ void ec_cm_json(struct json *j, const struct ec_iface *i)
 	for (size_t k = 0; k < i->nconns; k++) {
 		const struct ec_cm_conn *c = &i->conns[k];
 		json_obj_begin(j);
-		json_key(j, "qpn");
-		json_u64(j, c->qpn);
-		json_key(j, "peer_gid");
-		json_str(j, efi_gid_format(&c->peer_gid, buf, sizeof(buf)));
+		json_member_u64(j, "qpn", c->qpn);
+		json_member_str(j, "peer_gid", efi_gid_format(&c->peer_gid, buf, sizeof(buf)));
 		json_key(j, "peer_qpn");
 		if (c->peer_qpn)
 			json_u64(j, c->peer_qpn);
 		else
 			json_null(j);
-		json_key(j, "state");
-		json_str(j, c->state);
-		json_key(j, "role");
-		json_str(j, c->active ? "client" : "server");
+		json_member_str(j, "state", c->state);
+		json_member_str(j, "role", c->active ? "client" : "server");
 		json_key(j, "pid");
 		if (c->has_pid)
 			json_u64(j, c->pid);

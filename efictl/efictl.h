@@ -179,6 +179,9 @@ struct ec_listing {
 };
 
 /* Parses one EFI_A_IFACE nest.  Returns 0 or -EBADMSG / -ENOMEM. */
+/* Appends one zeroed element of size sz to the array *arr_ptr of *n;
+ * returns it, or NULL (nothing changed) without memory. */
+void *ec_grow_one(void *arr_ptr, size_t *n, size_t sz);
 int ec_iface_parse(const struct ctl_attr *nest, struct ec_iface *out);
 void ec_iface_free(struct ec_iface *i);
 /* Parses a LIST reply.  Instances named only by interfaces are added, so

@@ -203,3 +203,15 @@ int json_finish(struct json *j)
 		return -EIO;
 	return (j->depth != 0 || j->overflow || j->after_key) ? -EIO : 0;
 }
+
+void json_member_str(struct json *j, const char *key, const char *s)
+{
+	json_key(j, key);
+	json_str(j, s);
+}
+
+void json_member_u64(struct json *j, const char *key, uint64_t v)
+{
+	json_key(j, key);
+	json_u64(j, v);
+}

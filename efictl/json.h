@@ -34,6 +34,9 @@ void json_u64(struct json *j, uint64_t v);
 void json_i64(struct json *j, int64_t v);
 void json_bool(struct json *j, bool v);
 void json_null(struct json *j);
+/* "key": value, for the common object members */
+void json_member_str(struct json *j, const char *key, const char *s);
+void json_member_u64(struct json *j, const char *key, uint64_t v);
 /* Ends the document with a newline and flushes.  Returns 0, or -EIO when
  * the stream failed or the document was not balanced. */
 int json_finish(struct json *j);

@@ -118,6 +118,17 @@ void ec_iface_free(struct ec_iface *i)
 	i->naddrs = i->ngids = 0;
 }
 
+void *ec_grow_one(void *arr_ptr, size_t *n, size_t sz)
+{
+	void **arr = arr_ptr;
+	void *p = realloc(*arr, (*n + 1) * sz);
+	if (!p)
+		return NULL;
+	*arr = p;
+	memset((char *)p + *n * sz, 0, sz);
+	return (char *)p + (*n)++ * sz;
+}
+
 int ec_iface_parse(const struct ctl_attr *nest, struct ec_iface *out)
 {
 	struct ctl_attr tb[EFI_A_MAX];
@@ -330,20 +341,14 @@ void ec_iface_json(struct json *j, const struct ec_iface *i)
 {
 	char buf[INET6_ADDRSTRLEN];
 	json_obj_begin(j);
-	json_key(j, "name");
-	json_str(j, i->name);
-	json_key(j, "kind");
-	json_str(j, i->kind);
-	json_key(j, "state");
-	json_str(j, i->state);
-	json_key(j, "link");
-	json_str(j, i->link);
+	json_member_str(j, "name", i->name);
+	json_member_str(j, "kind", i->kind);
+	json_member_str(j, "state", i->state);
+	json_member_str(j, "link", i->link);
 	json_key(j, "mtu");
 	json_opt_u32(j, i->has_mtu, i->mtu);
-	json_key(j, "uplink");
-	json_str(j, i->uplink && *i->uplink ? i->uplink : NULL);
-	json_key(j, "host_ifname");
-	json_str(j, i->host_ifname && *i->host_ifname ? i->host_ifname : NULL);
+	json_member_str(j, "uplink", i->uplink && *i->uplink ? i->uplink : NULL);
+	json_member_str(j, "host_ifname", i->host_ifname && *i->host_ifname ? i->host_ifname : NULL);
 	json_key(j, "ifindex");
 	json_opt_u32(j, i->has_ifindex, i->ifindex);
 	json_key(j, "addresses");
@@ -355,10 +360,8 @@ void ec_iface_json(struct json *j, const struct ec_iface *i)
 	json_arr_begin(j);
 	for (size_t k = 0; k < i->ngids; k++) {
 		json_obj_begin(j);
-		json_key(j, "index");
-		json_u64(j, i->gids[k].index);
-		json_key(j, "gid");
-		json_str(j, efi_gid_format(&i->gids[k].gid, buf, sizeof(buf)));
+		json_member_u64(j, "index", i->gids[k].index);
+		json_member_str(j, "gid", efi_gid_format(&i->gids[k].gid, buf, sizeof(buf)));
 		json_obj_end(j);
 	}
 	json_arr_end(j);
@@ -367,11 +370,9 @@ void ec_iface_json(struct json *j, const struct ec_iface *i)
 	json_arr_begin(j);
 	for (size_t k = 0; k < i->ncontexts; k++) {
 		json_obj_begin(j);
-		json_key(j, "pid");
-		json_u64(j, i->contexts[k].pid);
+		json_member_u64(j, "pid", i->contexts[k].pid);
 		for (int c = 0; c < EFI_CSHM_COUNT; c++) {
-			json_key(j, names[c]);
-			json_u64(j, i->contexts[k].counters[c]);
+			json_member_u64(j, names[c], i->contexts[k].counters[c]);
 		}
 		ec_peers_json(j, &i->contexts[k]);
 		json_obj_end(j);
@@ -397,19 +398,15 @@ int ec_listing_print_json(FILE *f, const struct ec_listing *l)
 
 void ec_listing_json(struct json *j, const struct ec_listing *l)
 {
-	json_key(j, "host_id");
-	json_str(j, l->host_id);
-	json_key(j, "efid_version");
-	json_str(j, l->server_version);
+	json_member_str(j, "host_id", l->host_id);
+	json_member_str(j, "efid_version", l->server_version);
 	json_key(j, "instances");
 	json_arr_begin(j);
 	for (size_t n = 0; n < l->ninstances; n++) {
 		const struct ec_instance *in = &l->instances[n];
 		json_obj_begin(j);
-		json_key(j, "name");
-		json_str(j, in->name);
-		json_key(j, "netns");
-		json_str(j, in->netns);
+		json_member_str(j, "name", in->name);
+		json_member_str(j, "netns", in->netns);
 		json_key(j, "interfaces");
 		json_arr_begin(j);
 		for (size_t k = 0; k < l->nifaces; k++)
@@ -423,14 +420,11 @@ void ec_listing_json(struct json *j, const struct ec_listing *l)
 	json_arr_begin(j);
 	for (size_t n = 0; n < l->nstrays; n++) {
 		json_obj_begin(j);
-		json_key(j, "host_ifname");
-		json_str(j, l->strays[n].host_ifname);
-		json_key(j, "instance");
-		json_str(j, l->strays[n].instance && *l->strays[n].instance
+		json_member_str(j, "host_ifname", l->strays[n].host_ifname);
+		json_member_str(j, "instance", l->strays[n].instance && *l->strays[n].instance
 				    ? l->strays[n].instance
 				    : NULL);
-		json_key(j, "name");
-		json_str(j, l->strays[n].ifname && *l->strays[n].ifname ? l->strays[n].ifname
+		json_member_str(j, "name", l->strays[n].ifname && *l->strays[n].ifname ? l->strays[n].ifname
 									 : NULL);
 		json_obj_end(j);
 	}

@@ -28,17 +28,6 @@ static const struct ctl_policy path_policy[EFI_A_MAX] = {
 				.maxlen = 8 * EFI_CSHM_PATH_VALUES },
 };
 
-static void *grow_one(void *arr_ptr, size_t *n, size_t sz)
-{
-	void **arr = arr_ptr;
-	void *p = realloc(*arr, (*n + 1) * sz);
-	if (!p)
-		return NULL;
-	*arr = p;
-	memset((char *)p + *n * sz, 0, sz);
-	return (char *)p + (*n)++ * sz;
-}
-
 /* One PATH nest of peer pe: an index below EFI_CSHM_MAX_PATHS not seen
  * before, a known state, the values. */
 static int parse_path(const struct ctl_attr *a, struct ec_peer *pe)
@@ -59,7 +48,7 @@ static int parse_path(const struct ctl_attr *a, struct ec_peer *pe)
 	for (size_t k = 0; k < pe->npaths; k++)
 		if (pe->paths[k].index == index)
 			return -EBADMSG;
-	p = grow_one(&pe->paths, &pe->npaths, sizeof(*p));
+	p = ec_grow_one(&pe->paths, &pe->npaths, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	p->index = index;
@@ -86,7 +75,7 @@ static int parse_peer(const struct ctl_attr *a, struct ec_context *x)
 	for (size_t k = 0; k < x->npeers; k++)
 		if (memcmp(x->peers[k].addr.raw, tb[EFI_A_PEER_ADDR].data, 16) == 0)
 			return -EBADMSG; /* listed twice */
-	pe = grow_one(&x->peers, &x->npeers, sizeof(*pe));
+	pe = ec_grow_one(&x->peers, &x->npeers, sizeof(*pe));
 	if (!pe)
 		return -ENOMEM;
 	memcpy(pe->addr.raw, tb[EFI_A_PEER_ADDR].data, 16);
@@ -142,22 +131,17 @@ void ec_peers_json(struct json *j, const struct ec_context *x)
 	for (size_t k = 0; k < x->npeers; k++) {
 		const struct ec_peer *pe = &x->peers[k];
 		json_obj_begin(j);
-		json_key(j, "address");
-		json_str(j, efi_gid_format(&pe->addr, buf, sizeof(buf)));
-		json_key(j, "qps");
-		json_u64(j, pe->qps);
+		json_member_str(j, "address", efi_gid_format(&pe->addr, buf, sizeof(buf)));
+		json_member_u64(j, "qps", pe->qps);
 		json_key(j, "paths");
 		json_arr_begin(j);
 		for (size_t i = 0; i < pe->npaths; i++) {
 			const struct ec_path *p = &pe->paths[i];
 			json_obj_begin(j);
-			json_key(j, "index");
-			json_u64(j, p->index);
-			json_key(j, "state");
-			json_str(j, p->suspect ? "suspect" : "active");
+			json_member_u64(j, "index", p->index);
+			json_member_str(j, "state", p->suspect ? "suspect" : "active");
 			for (int v = 0; v < EFI_CSHM_PATH_VALUES; v++) {
-				json_key(j, names[v]);
-				json_u64(j, p->values[v]);
+				json_member_u64(j, names[v], p->values[v]);
 			}
 			json_obj_end(j);
 		}

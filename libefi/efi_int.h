@@ -41,6 +41,14 @@
  * enough for GSO runs and one sendmmsg per burst, short enough to spread a
  * window over the paths. */
 #define EFI_PATH_BURST		16u
+
+/* The UDP port of lane `lane` of the context holding qpn (0 when the
+ * fabric-wide PortBase and lane leave no such port). */
+static inline uint32_t efi_lane_port(uint32_t port_base, unsigned lane, uint32_t qpn)
+{
+	uint32_t port = port_base + lane * EFI_LANE_STRIDE + (qpn >> 12);
+	return port <= 65535 ? port : 0;
+}
 #define EFI_MAX_QP_WR		16384u
 #define EFI_MAX_SGE		32u
 #define EFI_MAX_INLINE		1024u

@@ -99,9 +99,7 @@ int efi_paths_pick(const struct efi_path *paths, unsigned n, uint64_t now)
 
 	for (unsigned i = 0; i < n; i++) {
 		const struct efi_path *p = &paths[i];
-		/* A path with nothing in flight may always send one packet
-		 * (a window below one packet is enforced by pacing). */
-		double r = p->inflight ? p->cc.cwnd - p->inflight : (p->cc.cwnd > 1 ? p->cc.cwnd : 1);
+		double r = efi_path_room(p);
 		if (now < p->next_send_ns || r <= 0)
 			continue;
 		if (p->state != EFI_PATH_ACTIVE) {
@@ -128,8 +126,7 @@ int efi_paths_pick_retx(const struct efi_path *paths, unsigned n, uint64_t now, 
 
 	for (unsigned i = 0; i < n; i++) {
 		const struct efi_path *p = &paths[i];
-		double r = p->inflight ? p->cc.cwnd - p->inflight : 1;
-		if ((int)i == avoid || p->state != EFI_PATH_ACTIVE || now < p->next_send_ns || r <= 0)
+		if ((int)i == avoid || !efi_path_usable(p, now))
 			continue;
 		if (best < 0 || p->last_ack_ns > paths[best].last_ack_ns)
 			best = (int)i;

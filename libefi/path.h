@@ -79,6 +79,20 @@ bool efi_path_check(struct efi_path *p, const struct efi_cc_params *cp, uint64_t
 bool efi_path_probe_due(const struct efi_path *p, uint64_t now);
 void efi_path_on_probe(struct efi_path *p, const struct efi_cc_params *cp, uint64_t now);
 
+/* Packets the path may still take: window − in flight; a path with nothing
+ * in flight always has room for one (a window below one packet is
+ * enforced by pacing, next_send_ns). */
+static inline double efi_path_room(const struct efi_path *p)
+{
+	return p->inflight ? p->cc.cwnd - p->inflight : (p->cc.cwnd > 1 ? p->cc.cwnd : 1);
+}
+
+/* Active, not paced out, with room: may take the next packet now. */
+static inline bool efi_path_usable(const struct efi_path *p, uint64_t now)
+{
+	return p->state == EFI_PATH_ACTIVE && now >= p->next_send_ns && efi_path_room(p) > 0;
+}
+
 /* The connection's window in packets: the sum of the active paths'
  * windows; with none active, the largest window of any (a connection keeps
  * sending on suspected paths rather than stopping: only the QP's

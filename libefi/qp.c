@@ -400,7 +400,7 @@ int efi_modify_qp(struct efi_qp *pub, struct efi_qp_attr *a, int mask)
 		memset(&qp->peer, 0, sizeof(qp->peer));
 		qp->peer.sin6_family = AF_INET6;
 		memcpy(&qp->peer.sin6_addr, dgid->raw, 16);
-		qp->peer.sin6_port = htons((uint16_t)(ctx->p.port_base + (qp->attr.dest_qp_num >> 12)));
+		qp->peer.sin6_port = htons((uint16_t)efi_lane_port(ctx->p.port_base, 0, qp->attr.dest_qp_num));
 		qp->seg = efi_pkt_seg_payload(ctx->p.link_mtu, !gid_is_v4(dgid),
 					      (uint32_t)efi_mtu_to_num(qp->attr.path_mtu));
 		if (qp->seg == 0)

@@ -447,9 +447,7 @@ bool efi_req_next(struct efi_qp_int *qp, uint64_t now, uint32_t *psn)
 		/* Bursts stay on one path while it is healthy and has room
 		 * (GSO runs, one system call per burst); then the path with
 		 * most room. */
-		const struct efi_path *p = &qp->paths[qp->cur_path];
-		if (p->state == EFI_PATH_ACTIVE && now >= p->next_send_ns &&
-		    (double)p->inflight < p->cc.cwnd) {
+		if (efi_path_usable(&qp->paths[qp->cur_path], now)) {
 			path = qp->cur_path;
 			qp->burst_left--;
 		}

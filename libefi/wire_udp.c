@@ -81,7 +81,6 @@
 
 struct udp_wire {
 	struct efi_wire base;
-	int fd;		/* the lane being sent on or read now */
 	int lane_fd[EFI_WIRE_MAX_LANES];
 	unsigned nlanes;
 	int epoll_fd;	/* over every lane (nlanes > 1), else -1 */
@@ -225,14 +224,14 @@ static unsigned udp_build_send(struct udp_wire *u, struct efi_wire_pkt *pkts, un
 }
 
 /*
- * Sends pkts[0..n) (n <= UDP_BATCH) with as few sendmmsg calls as the
+ * Sends pkts[0..n) (n <= UDP_BATCH) on socket fd with as few sendmmsg calls as the
  * kernel allows.  Returns how many datagrams were consumed (sent or dropped
  * for their own error), and sets *stop when the caller must not go on with
  * a further chunk now (backpressure), *fatal_err for a socket error, or
  * *gso_refused when the kernel refused a GSO run (the caller sends the rest
  * again without GSO).
  */
-static unsigned udp_send_chunk(struct udp_wire *u, struct efi_wire_pkt *pkts, unsigned n,
+static unsigned udp_send_chunk(struct udp_wire *u, int fd, struct efi_wire_pkt *pkts, unsigned n,
 			       bool use_gso, bool *stop, int *fatal_err, bool *gso_refused)
 {
 	unsigned nmsgs = udp_build_send(u, pkts, n, use_gso);
@@ -247,7 +246,7 @@ static unsigned udp_send_chunk(struct udp_wire *u, struct efi_wire_pkt *pkts, un
 			done += u->run_len[m++];
 			continue;
 		}
-		r = sendmmsg(u->fd, &u->msgs[m], nmsgs - m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		r = sendmmsg(fd, &u->msgs[m], nmsgs - m, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (r > 0) {
 			/* sendmmsg stops at the first message that fails and
 			 * forgets why; the next round finds out. */
@@ -303,8 +302,7 @@ static int udp_send_batch(struct efi_wire *w, struct efi_wire_pkt *pkts, unsigne
 		/* a run of one lane, at most one sendmmsg's worth */
 		while (done + chunk < n && chunk < UDP_BATCH && lane_of(u, &pkts[done + chunk]) == lane)
 			chunk++;
-		u->fd = u->lane_fd[lane];
-		done += udp_send_chunk(u, pkts + done, chunk, u->gso && !gso_refused,
+		done += udp_send_chunk(u, u->lane_fd[lane], pkts + done, chunk, u->gso && !gso_refused,
 				       &stop, &fatal_err, &gso_refused);
 		if (stop)
 			break;
@@ -323,7 +321,7 @@ static int udp_send_batch(struct efi_wire *w, struct efi_wire_pkt *pkts, unsigne
  * (GRO goes here: with UDP_GRO on, one buffer holds several datagrams of
  * the cmsg's segment size, to be split into consecutive pkts.)
  */
-static unsigned udp_recv_chunk(struct udp_wire *u, struct efi_wire_pkt *pkts, unsigned n,
+static unsigned udp_recv_chunk(struct udp_wire *u, int fd, struct efi_wire_pkt *pkts, unsigned n,
 			       bool *more, int *err)
 {
 	unsigned kept = 0;
@@ -341,7 +339,7 @@ static unsigned udp_recv_chunk(struct udp_wire *u, struct efi_wire_pkt *pkts, un
 		h->msg_iov = &u->iov[i];
 		h->msg_iovlen = 1;
 	}
-	r = recvmmsg(u->fd, u->msgs, n, MSG_DONTWAIT, NULL);
+	r = recvmmsg(fd, u->msgs, n, MSG_DONTWAIT, NULL);
 	if (r < 0) {
 		*err = errno;
 		return 0;
@@ -372,7 +370,7 @@ static unsigned udp_recv_chunk(struct udp_wire *u, struct efi_wire_pkt *pkts, un
 	return kept;
 }
 
-/* Reads lane's socket (u->fd) into pkts[0..n).  Returns how many arrived
+/* Reads lane's socket into pkts[0..n).  Returns how many arrived
  * or -errno for an error of the socket itself. */
 static int udp_recv_lane(struct udp_wire *u, unsigned lane, struct efi_wire_pkt *pkts, unsigned n)
 {
@@ -383,7 +381,7 @@ static int udp_recv_lane(struct udp_wire *u, unsigned lane, struct efi_wire_pkt 
 		bool more = false;
 		int err = 0;
 
-		got += udp_recv_chunk(u, pkts + got, chunk, &more, &err);
+		got += udp_recv_chunk(u, u->lane_fd[lane], pkts + got, chunk, &more, &err);
 		if (err == 0) {
 			if (!more)
 				break;	/* the socket is empty: save a syscall */
@@ -413,10 +411,8 @@ static int udp_recv_batch(struct efi_wire *w, struct efi_wire_pkt *pkts, unsigne
 	unsigned got = 0;
 	int ready, r;
 
-	if (u->nlanes == 1) {
-		u->fd = u->lane_fd[0];
+	if (u->nlanes == 1)
 		return udp_recv_lane(u, 0, pkts, n);
-	}
 	/* Which lanes have data: one call, whatever the lane count. */
 	ready = epoll_wait(u->epoll_fd, ev, (int)u->nlanes, 0);
 	if (ready < 0)
@@ -425,7 +421,6 @@ static int udp_recv_batch(struct efi_wire *w, struct efi_wire_pkt *pkts, unsigne
 		unsigned lane = ev[i].data.u32;
 		if (lane >= u->nlanes)
 			continue;
-		u->fd = u->lane_fd[lane];
 		r = udp_recv_lane(u, lane, pkts + got, n - got);
 		if (r < 0)
 			return got ? (int)got : r;
@@ -533,7 +528,6 @@ struct efi_wire *efi_wire_udp_create_lanes(const int *fds, unsigned n)
 	for (unsigned i = 0; i < n; i++)
 		u->lane_fd[i] = fds[i];
 	u->nlanes = n;
-	u->fd = fds[0];
 	u->family = family;
 	gso_env = getenv("EFI_UDP_GSO");
 	u->gso = !(gso_env && strcmp(gso_env, "0") == 0);

@@ -68,15 +68,15 @@ static inline void address_pkt(const struct efi_context_int *ctx, const struct e
 			       struct efi_wire_pkt *wp, unsigned path)
 {
 	unsigned nlanes = ctx->p.nlanes ? ctx->p.nlanes : 1;
-	uint32_t port = ctx->p.port_base + path * EFI_LANE_STRIDE + (qp->attr.dest_qp_num >> 12);
+	uint32_t port = efi_lane_port(ctx->p.port_base, path, qp->attr.dest_qp_num);
 
-	if (port > 65535) {	/* a path no fabric-wide PortBase/Lanes allows */
-		path = 0;
-		port = ctx->p.port_base + (qp->attr.dest_qp_num >> 12);
+	wp->peer = qp->peer;	/* lane 0's address */
+	if (port && path) {
+		wp->peer.sin6_port = htons((uint16_t)port);
+		wp->lane = (uint8_t)(path % nlanes);
+	} else {
+		wp->lane = 0;	/* a path no fabric-wide PortBase/Lanes allows */
 	}
-	wp->peer = qp->peer;
-	wp->peer.sin6_port = htons((uint16_t)port);
-	wp->lane = (uint8_t)(path % nlanes);
 }
 
 /* Sends n packets; returns how many left (the rest stayed unsent). */
