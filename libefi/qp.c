@@ -355,7 +355,15 @@ int efi_modify_qp(struct efi_qp *pub, struct efi_qp_attr *a, int mask)
 		goto ok;
 	}
 	if (next == EFI_QPS_ERR) {
-		efi_qp_to_error(qp);
+		/* What has already arrived counts first: an ACK sitting in the
+		 * socket completes its send successfully rather than being
+		 * flushed (a peer that disconnects right after taking our last
+		 * message would otherwise fail it, when the disconnect is
+		 * handled before the thread that polls runs). */
+		if (cur == EFI_QPS_RTS || cur == EFI_QPS_SQD)
+			efi_xport_run(ctx);
+		if (qp->attr.qp_state != EFI_QPS_ERR)
+			efi_qp_to_error(qp);
 		goto ok;
 	}
 	if (mask & M(ACCESS_FLAGS))
