@@ -116,6 +116,7 @@ struct efi_cm_id * efi_cm_id_new(enum cm_id_kind kind, struct efi_context *ctx, 
 void efi_cm_id_free(struct efi_cm_id *id)
 {
 	efi_cm_unwatch(id);
+	efi_cm_unbind_id(id);
 	while (id->events) {
 		struct queued_event *q = id->events;
 		id->events = q->next;
@@ -233,8 +234,61 @@ static enum efi_mtu port_mtu(struct efi_context *ctx)
 	return efi_query_port(ctx, 1, &pa) == 0 ? pa.active_mtu : EFI_MTU_1024;
 }
 
-/* INIT → RTR → RTS toward id's peer, with the negotiated secret. */
+/* ---- the QP an id is bound to -------------------------------------------
+ *
+ * An application may destroy a connection's QP before its id (verbs
+ * programs do: ibv_destroy_qp, then rdma_destroy_id) while the id's watcher
+ * thread is about to move that QP to RTS or ERR.  id->qp and qp->cm_id are
+ * therefore only read or written under bind_lock, and whoever is destroyed
+ * first unbinds the pair.  Never taken while holding a ctx->lock
+ * (efi_modify_qp takes ctx->lock under it).  CM events are rare: one lock for
+ * all ids is enough. */
+static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Takes bind_lock. */
+void efi_cm_bind_qp(struct efi_cm_id *id, struct efi_qp *qp)
+{
+	pthread_mutex_lock(&bind_lock);
+	id->qp = qp;
+	if (qp)
+		((struct efi_qp_int *)qp)->cm_id = id;
+	pthread_mutex_unlock(&bind_lock);
+}
+
+/* Takes bind_lock. */
+void efi_cm_unbind_id(struct efi_cm_id *id)
+{
+	pthread_mutex_lock(&bind_lock);
+	if (id->qp && ((struct efi_qp_int *)id->qp)->cm_id == id)
+		((struct efi_qp_int *)id->qp)->cm_id = NULL;
+	id->qp = NULL;
+	pthread_mutex_unlock(&bind_lock);
+}
+
+/* Takes bind_lock. */
+void efi_cm_unbind_qp(struct efi_qp_int *qp)
+{
+	pthread_mutex_lock(&bind_lock);
+	if (qp->cm_id && qp->cm_id->qp == &qp->pub)
+		qp->cm_id->qp = NULL;
+	qp->cm_id = NULL;
+	pthread_mutex_unlock(&bind_lock);
+}
+
+static int qp_to_rts_locked(struct efi_cm_id *id, uint32_t key);
+
+/* INIT → RTR → RTS toward id's peer, with the negotiated secret.  Takes
+ * bind_lock; ENODEV when the QP was destroyed meanwhile. */
 int efi_cm_qp_to_rts(struct efi_cm_id *id, uint32_t key)
+{
+	pthread_mutex_lock(&bind_lock);
+	int r = id->qp ? qp_to_rts_locked(id, key) : ENODEV;
+	pthread_mutex_unlock(&bind_lock);
+	return r;
+}
+
+/* Caller holds bind_lock and id->qp is set. */
+static int qp_to_rts_locked(struct efi_cm_id *id, uint32_t key)
 {
 	struct efi_qp *qp = id->qp;
 	struct efi_device_attr da;
@@ -274,11 +328,16 @@ int efi_cm_qp_to_rts(struct efi_cm_id *id, uint32_t key)
 					     EFI_QP_MAX_QP_RD_ATOMIC);
 }
 
-void efi_cm_qp_to_error(struct efi_qp *qp)
+/* The connection is over: its QP (if it still has one) to ERR.  Takes
+ * bind_lock. */
+void efi_cm_qp_to_error(struct efi_cm_id *id)
 {
 	struct efi_qp_attr a = { .qp_state = EFI_QPS_ERR };
+	pthread_mutex_lock(&bind_lock);
+	struct efi_qp *qp = id->qp;
 	if (qp && qp->state != EFI_QPS_RESET && qp->state != EFI_QPS_ERR)
 		efi_modify_qp(qp, &a, EFI_QP_STATE);
+	pthread_mutex_unlock(&bind_lock);
 }
 
 /* ---- the API ------------------------------------------------------------ */
@@ -331,7 +390,7 @@ struct efi_cm_id *efi_connect(struct efi_qp *qp, const char *host, const char *s
 	if (!id)
 		return NULL;
 	id->active = true;
-	id->qp = qp;
+	efi_cm_bind_qp(id, qp);
 	id->service = port;
 	id->psn = random_psn();
 	int sgid = gid_index(ctx, &dest, NULL);
@@ -381,7 +440,7 @@ int efi_accept(struct efi_cm_id *req, struct efi_qp *qp, const void *private_dat
 	r = qp_to_init(qp);
 	if (r)
 		goto fail;
-	req->qp = qp;
+	efi_cm_bind_qp(req, qp);
 	req->psn = random_psn();
 	enum efi_mtu mtu = port_mtu(req->context);
 	if ((uint32_t)mtu > req->peer_mtu)
@@ -416,7 +475,7 @@ int efi_accept(struct efi_cm_id *req, struct efi_qp *qp, const void *private_dat
 	r = efi_cm_watch(req);
 	if (r) {
 		req->kind = ID_REQUEST;
-		efi_cm_qp_to_error(qp);
+		efi_cm_qp_to_error(req);
 		goto fail;
 	}
 	return 0;
@@ -424,7 +483,7 @@ fail:
 	/* closing the connection tells efid (and so the client) it is over */
 	ctl_client_close(req->ctl);
 	req->ctl = NULL;
-	req->qp = NULL;
+	efi_cm_unbind_id(req);
 	return r;
 }
 
@@ -454,7 +513,7 @@ int efi_disconnect(struct efi_cm_id *id)
 {
 	if (!id || id->kind != ID_CONNECTION)
 		return EINVAL;
-	efi_cm_qp_to_error(id->qp);
+	efi_cm_qp_to_error(id);
 	if (atomic_exchange(&id->disconnected, true))
 		return 0;
 	/* Sent without waiting: the watcher reads (and drops) the reply.  If
@@ -477,9 +536,15 @@ int efi_cm_get_fd(const struct efi_cm_id *id)
 	return id->watching ? id->ready_fd : ctl_client_fd(id->ctl);
 }
 
+/* Takes bind_lock. */
 struct efi_qp *efi_cm_get_qp(const struct efi_cm_id *id)
 {
-	return id && id->kind == ID_CONNECTION ? id->qp : NULL;
+	if (!id || id->kind != ID_CONNECTION)
+		return NULL;
+	pthread_mutex_lock(&bind_lock);
+	struct efi_qp *qp = id->qp;
+	pthread_mutex_unlock(&bind_lock);
+	return qp;
 }
 
 int efi_cm_destroy_id(struct efi_cm_id *id)

@@ -123,7 +123,7 @@ int efi_cm_take_event(struct efi_cm_id *id, const struct ctl_reply *f, struct ef
 		if (on_reply(id, tb) != 0) {
 			/* could not follow: give the connection up (the peer
 			 * is told DISCONNECTED) */
-			efi_cm_qp_to_error(id->qp);
+			efi_cm_qp_to_error(id);
 			id->closed = true;
 			if (!atomic_exchange(&id->disconnected, true)) {
 				struct ctl_buf b;
@@ -161,7 +161,7 @@ int efi_cm_take_event(struct efi_cm_id *id, const struct ctl_reply *f, struct ef
 		return 0;
 	case EFI_CM_EV_DISCONNECTED:
 		ev->event = EFI_CM_EVENT_DISCONNECTED;
-		efi_cm_qp_to_error(id->qp);
+		efi_cm_qp_to_error(id);
 		id->closed = true;
 		return 0;
 	default:

@@ -63,7 +63,9 @@ void efi_cm_begin(struct ctl_buf *b, uint16_t type);
 struct efi_cm_id *efi_cm_id_new(enum cm_id_kind kind, struct efi_context *ctx, bool connect);
 void efi_cm_id_free(struct efi_cm_id *id);
 int efi_cm_qp_to_rts(struct efi_cm_id *id, uint32_t key);
-void efi_cm_qp_to_error(struct efi_qp *qp);
+void efi_cm_qp_to_error(struct efi_cm_id *id);
+void efi_cm_bind_qp(struct efi_cm_id *id, struct efi_qp *qp);
+void efi_cm_unbind_id(struct efi_cm_id *id);
 
 /* cm_event.c */
 /* Turns one frame into *ev, doing the QP work it stands for.  Returns 0

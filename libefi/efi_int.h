@@ -328,6 +328,11 @@ struct efi_qp_int {
 	 * a QP connected by hand).  The transport stamps it on every packet
 	 * and drops arriving packets that do not carry it. */
 	uint32_t conn_key;
+	/* The connection-manager id this QP is bound to (efi_connect,
+	 * efi_accept), so that destroying either one first unbinds it and the
+	 * id's watcher never touches a freed QP.  Guarded by the CM's bind
+	 * lock (cm.c), not ctx->lock. */
+	struct efi_cm_id *cm_id;
 	uint32_t seg;			/* payload bytes per packet */
 	uint64_t rto_ns;		/* 0: infinite */
 	uint64_t min_rnr_ns;		/* the RNR timer we advertise */
@@ -502,5 +507,9 @@ static inline void efi_count_drop(struct efi_counters *c, enum efi_drop_reason r
 	c->drops++;
 	c->drop_reasons[r]++;
 }
+
+/* cm.c: forget the connection-manager id qp is bound to (efi_destroy_qp,
+ * before it takes ctx->lock).  Takes the CM's bind lock. */
+void efi_cm_unbind_qp(struct efi_qp_int *qp);
 
 #endif

@@ -457,6 +457,8 @@ int efi_destroy_qp(struct efi_qp *pub)
 	if (!qp)
 		return 0;
 	ctx = qp->ctx;
+	/* first, so a connection-manager watcher never touches it again */
+	efi_cm_unbind_qp(qp);
 	pthread_mutex_lock(&ctx->lock);
 	qp_flush(qp);
 	ctx->qps[qp->pub.qp_num & (EFI_QPN_PER_BLOCK - 1)] = NULL;

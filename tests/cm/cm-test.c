@@ -320,7 +320,7 @@ static int cmp_double(const void *a, const void *b)
 static int client(const char *host, const char *service, int argc, char **argv)
 {
 	const char *expect = "established", *wait_for = NULL;
-	int timeout = 3000, count = 1, hang = 0;
+	int timeout = 3000, count = 1, hang = 0, qp_first = 0;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--expect") && i + 1 < argc)
 			expect = argv[++i];
@@ -330,6 +330,8 @@ static int client(const char *host, const char *service, int argc, char **argv)
 			count = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--hang"))
 			hang = 1;
+		else if (!strcmp(argv[i], "--qp-first"))
+			qp_first = 1;
 		else if (!strcmp(argv[i], "--wait-for") && i + 1 < argc)
 			wait_for = argv[++i];
 	}
@@ -395,12 +397,24 @@ static int client(const char *host, const char *service, int argc, char **argv)
 					FAIL("the echo did not come back intact");
 				printf("echo ok\n");
 			}
+			if (qp_first) {
+				/* the order verbs programs use (ibv_destroy_qp,
+				 * then rdma_destroy_id): the id must forget the QP,
+				 * and disconnecting must not touch it (a sanitizer
+				 * build reports a use after free otherwise) */
+				efi_destroy_qp(qp);
+				qp = NULL;
+				if (efi_cm_get_qp(id) != NULL)
+					FAIL("the id still names its destroyed QP");
+				printf("qp destroyed first\n");
+			}
 			int r = efi_disconnect(id);
 			if (r)
 				FAIL("efi_disconnect: %s", strerror(r));
 		}
 		efi_cm_destroy_id(id);
-		efi_destroy_qp(qp);
+		if (qp)
+			efi_destroy_qp(qp);
 		/* drain flushed completions */
 		struct efi_wc wc[16];
 		while (efi_poll_cq(cq, 16, wc) > 0)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # The connection manager between two instances of one host (one efid):
-# connect + accept + data + disconnect, a rejection with private data, no
+# connect + accept + data + disconnect (also with the QP destroyed before its
+# id), a rejection with private data, no
 # listener, service names, IPv6, no efid at the address, a listener that never answers, and an
 # address nobody has.  Every outcome must arrive within the connect's
 # timeout.  About 15 s.
@@ -16,6 +17,12 @@ cm_server srv 7471
 cm_client "$IP_A" 7471 --expect established
 grep -q '^echo ok' "$TMPD/client.out" || fail "no echo"
 cm_wait srv
+
+log "the QP destroyed before its id, then disconnect"
+cm_server qpfirst 7471
+cm_client "$IP_A" 7471 --expect established --qp-first
+grep -q '^qp destroyed first' "$TMPD/client.out" || fail "the client did not destroy its QP first"
+cm_wait qpfirst
 
 log "the listener rejects, with private data"
 cm_server rej 7471 --reject
