@@ -9,6 +9,7 @@
 #     mpi_host NAME NETNS SOCKET   # a "host" for mpirun: an instance
 #     mpi_run OUT NP PROGRAM ARGS...   # mpirun from the first host
 #     mpi_watch_start EFICTL-CMD... / mpi_watch_stop   # efid's counters
+#     mpi_watch_show               # the last ones, after a failure
 #     mpi_efi_bytes INSTANCE       # most bytes a context there sent
 #
 # mpirun runs inside the first host's namespace and starts the others'
@@ -121,11 +122,15 @@ mpi_watch_start() {
 	(
 		trap 'exit 0' TERM
 		while :; do
+			n=0
 			for c in "$@"; do
+				n=$((n + 1))
 				# shellcheck disable=SC2086 # a command in words
-				$c --json status 2>/dev/null | jq -r '.instances[] | .name as $i |
+				$c --json status >"$TMPD/mpi-watch.json.$n" 2>/dev/null
+				jq -r '.instances[] | .name as $i |
 					.interfaces[] | (.contexts // [])[] |
-					"\($i) \(.pid) \(.tx_bytes) \(.rx_bytes)"' 2>/dev/null
+					"\($i) \(.pid) \(.tx_bytes) \(.rx_bytes)"' \
+					"$TMPD/mpi-watch.json.$n" 2>/dev/null
 			done
 			sleep 0.2
 		done
@@ -139,6 +144,18 @@ mpi_watch_stop() {
 	kill "$MPI_WATCH_PID" 2>/dev/null
 	wait "$MPI_WATCH_PID" 2>/dev/null
 	MPI_WATCH_PID=""
+}
+
+# mpi_watch_show: the last status sampled from each efid (JSON), on the
+# log: what the transport was doing when a run failed or hung.
+mpi_watch_show() {
+	local f
+	for f in "$TMPD"/mpi-watch.json.*; do
+		[ -s "$f" ] || continue
+		echo "    last efid status sampled ($f):"
+		jq -c '.instances[] | {name, interfaces: [.interfaces[] |
+			{name, contexts, qps, connections}]}' "$f" 2>/dev/null | sed 's/^/      /'
+	done
 }
 
 # mpi_efi_bytes INSTANCE: the most bytes one libefi context of INSTANCE

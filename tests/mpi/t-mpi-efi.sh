@@ -53,7 +53,10 @@ run() {
 	mpi_run "$TMPD/$name" 2 "$@" || rc=$?
 	mpi_watch_stop
 	mpi_show "$TMPD/$name" "$name"
-	[ "$rc" = 0 ] || fail "$name: mpirun exited $rc (output above)"
+	if [ "$rc" != 0 ]; then
+		mpi_watch_show
+		fail "$name: mpirun exited $rc (124: timeout after ${MPI_TIMEOUT}s; output above)"
+	fi
 	fmatch '^OK: every (byte|element) checked$' "$(cat "$TMPD/$name")" "$name's verdict"
 	fmatch '^ +16777216 ' "$(cat "$TMPD/$name")" "$name's line for 16 MiB"
 }
