@@ -31,6 +31,46 @@ static void cq_fill(struct efi_fi_cq *cq)
 	cq->count = n > 0 ? n : 0;
 }
 
+/* The operation's context: wr_id without the provider's flag bits. */
+static void *wc_context(const struct efi_wc *wc)
+{
+	return (void *)(uintptr_t)(wc->wr_id & ~EFI_FI_WR_BITS);
+}
+
+/*
+ * Whether a completion stays out of the CQ: one of an operation the
+ * application asked to be silent (an inject, FI_INJECT, no FI_COMPLETION
+ * on a selective-completion endpoint), unless it failed and carries a
+ * context by which the application can tell which operation failed.
+ *
+ * A failed silent operation without a context cannot be reported usefully,
+ * and reporting it is harmful: ofi_rxm (libfabric 1.17,
+ * rxm_handle_comp_error) reads every error of its MSG endpoints' CQ and
+ * looks at the buffer op_context points to, so a NULL op_context from a
+ * failed fi_inject crashed Open MPI (t-mpi-efi under the sanitizers).  The
+ * verbs provider drops such completions too.  The failure is not lost:
+ * the QP is in the error state, so everything still posted on it,
+ * receives first (always posted, with contexts), completes with an error.
+ */
+static bool wc_hidden(const struct efi_wc *wc)
+{
+	return (wc->wr_id & EFI_FI_WR_SILENT) &&
+	       (wc->status == EFI_WC_SUCCESS || !wc_context(wc));
+}
+
+/* Refills the backlog and drops the hidden completions at its head, so
+ * that the head, if any, is one to report; called with cq->lock held. */
+static void cq_next(struct efi_fi_cq *cq)
+{
+	for (;;) {
+		cq_fill(cq);
+		if (!cq->count || !wc_hidden(&cq->backlog[cq->head]))
+			return;
+		cq->head++;
+		cq->count--;
+	}
+}
+
 static uint64_t wc_flags(const struct efi_wc *wc)
 {
 	switch ((int)wc->opcode) {
@@ -52,12 +92,6 @@ static uint64_t wc_flags(const struct efi_wc *wc)
 	default:
 		return 0;
 	}
-}
-
-/* The operation's context: wr_id without the provider's flag bits. */
-static void *wc_context(const struct efi_wc *wc)
-{
-	return (void *)(uintptr_t)(wc->wr_id & ~EFI_FI_WR_BITS);
 }
 
 static void fill_entry(const struct efi_fi_cq *cq, const struct efi_wc *wc, void *buf, size_t i)
@@ -100,7 +134,7 @@ static ssize_t cq_read(struct fid_cq *fcq, void *buf, size_t count)
 	while (n < count) {
 		const struct efi_wc *wc;
 
-		cq_fill(cq);
+		cq_next(cq);
 		if (!cq->count)
 			break;
 		wc = &cq->backlog[cq->head];
@@ -113,8 +147,6 @@ static ssize_t cq_read(struct fid_cq *fcq, void *buf, size_t count)
 		}
 		cq->head++;
 		cq->count--;
-		if (wc->wr_id & EFI_FI_WR_SILENT)
-			continue;	/* an inject or unrequested completion */
 		fill_entry(cq, wc, buf, n++);
 	}
 	pthread_mutex_unlock(&cq->lock);
@@ -161,7 +193,7 @@ static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *e, uint64_
 	if (flags & ~FI_PEEK)
 		return -FI_EINVAL;
 	pthread_mutex_lock(&cq->lock);
-	cq_fill(cq);
+	cq_next(cq);
 	if (!cq->count || cq->backlog[cq->head].status == EFI_WC_SUCCESS) {
 		pthread_mutex_unlock(&cq->lock);
 		return -FI_EAGAIN;
@@ -239,7 +271,7 @@ int efi_fi_cq_trywait(struct efi_fi_cq *cq)
 	if (efi_req_notify_cq(cq->ecq, 0)) {
 		ret = -FI_EINVAL;
 	} else {
-		cq_fill(cq);
+		cq_next(cq);
 		if (cq->count || cq_drain_events(cq))
 			ret = -FI_EAGAIN;
 	}

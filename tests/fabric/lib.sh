@@ -3,8 +3,9 @@
 # tests/data/lib.sh (two instances with efid, in_a/in_b):
 #
 #     . "$(dirname "$0")/lib.sh"
-#     fab_init TAG [COMMAND PACKAGE]...   # dp_init + the provider; skips (77)
+#     fab_init TAG [COMMAND PACKAGE]...   # lib_init + the provider; skips (77)
 #                                         # when a COMMAND is not installed
+#     fab_setup [COMMAND PACKAGE]...      # the same after tb_test_init
 #     dp_one_host / dp_two_hosts
 #     fa CMD... / fb CMD...               # CMD inside instance A / B with
 #                                         # FI_PROVIDER_PATH at the build tree
@@ -21,9 +22,14 @@ export LD_LIBRARY_PATH="$top_builddir/libefi/.libs${LD_LIBRARY_PATH:+:$LD_LIBRAR
 FAB_ENV=(ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
 
 fab_init() {
-	local tag=$1
+	lib_init "$1"
 	shift
-	lib_init "$tag"
+	fab_setup "$@"
+}
+
+# fab_setup [COMMAND PACKAGE]...: fab_init after another lib_init (the
+# testbed's tb_test_init).
+fab_setup() {
 	while [ $# -ge 2 ]; do
 		command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed (apt-get install $2)"
 		shift 2

@@ -7,7 +7,7 @@
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 # shellcheck source=tests/fabric/lib.sh
 . "$(dirname "$0")/lib.sh"
-fab_init fi fi_info libfabric-bin
+fab_init 'fi' fi_info libfabric-bin
 dp_one_host
 
 log "fi_info -p efi -t FI_EP_MSG -v in instance A (the core provider alone)"

@@ -29,8 +29,9 @@ pingpong() {
 	wait "$spid" || src=$?
 	sed 's/^/    server: /' "$TMPD/pp.s"
 	sed 's/^/    client: /' "$TMPD/pp.c"
-	[ "$crc" = 0 ] && [ "$src" = 0 ] ||
+	if [ "$crc" != 0 ] || [ "$src" != 0 ]; then
 		fail "fi_pingpong -e $ep $*: client exit $crc, server exit $src"
+	fi
 	local f
 	for f in "$TMPD/pp.s" "$TMPD/pp.c"; do
 		# "all": 64 B … 1 MiB, every one of them ran its iterations
