@@ -8,9 +8,10 @@
 #     sudo bench/lanes.sh BUILD_DIR [OTHER_BUILD_DIR]
 #
 # Environment: RUNS (3), CASES (default below: "test:size:iters" words),
-# LANES ("1 4"), SERVER_CPU (0), CLIENT_CPU (1).  efid comes from the first
+# LANES ("1 4"), SERVER_CPU (0), CLIENT_CPU (1), NICE (0: e.g. -10 on a
+# machine others load).  efid comes from the first
 # build.  Prints one table: test size lanes, then per build the median
-# (Gb/s for *_bw, typical µs for *_lat) and the transport line's
+# (Gb/s for *_bw, typical/average µs for *_lat) and the transport line's
 # retransmitted / duplicates / dropped of the last run.
 # shellcheck disable=SC2015
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
@@ -23,7 +24,7 @@ BUILDS=("$top_builddir")
 dp_init bl
 dp_two_hosts
 
-: "${RUNS:=3}" "${LANES:=1 4}" "${SERVER_CPU:=0}" "${CLIENT_CPU:=1}"
+: "${NICE:=0}" "${RUNS:=3}" "${LANES:=1 4}" "${SERVER_CPU:=0}" "${CLIENT_CPU:=1}"
 : "${CASES:=write_bw:64K:2000 write_bw:1M:300 write_bw:4M:80 write_bw:16M:20 send_bw:64K:2000 send_bw:1M:300 send_bw:4M:80 send_bw:16M:20 send_lat:64K:300 send_lat:1M:100}"
 
 median() { sort -g | awk '{v[NR] = $1} END {print NR ? v[int((NR + 1) / 2)] : "fail"}'; }
@@ -31,14 +32,14 @@ median() { sort -g | awk '{v[NR] = $1} END {print NR ? v[int((NR + 1) / 2)] : "f
 # one BUILD TEST SIZE ITERS LANES: prints "value retx dups drops"
 one() {
 	local b=$1 t=$2 s=$3 n=$4 l=$5 spid out
-	in_a env EFI_LANES="$l" taskset -c "$SERVER_CPU" timeout 120 "$b/tools/efi-perf/efi-perf" "$t" >/dev/null 2>&1 &
+	in_a env EFI_LANES="$l" nice -n "$NICE" taskset -c "$SERVER_CPU" timeout 120 "$b/tools/efi-perf/efi-perf" "$t" >/dev/null 2>&1 &
 	spid=$!
-	out=$(in_b env EFI_LANES="$l" taskset -c "$CLIENT_CPU" timeout 120 "$b/tools/efi-perf/efi-perf" "$t" -s "$s" -n "$n" "$IP_A" 2>&1)
+	out=$(in_b env EFI_LANES="$l" nice -n "$NICE" taskset -c "$CLIENT_CPU" timeout 120 "$b/tools/efi-perf/efi-perf" "$t" -s "$s" -n "$n" "$IP_A" 2>&1)
 	wait "$spid" 2>/dev/null
 	local val
 	case $t in
 	*_bw) val=$(awk '$1 ~ /^[0-9]+$/ && NF == 5 {print $4}' <<<"$out" | tail -1) ;;
-	*) val=$(awk '$1 ~ /^[0-9]+$/ && NF == 9 {print $5}' <<<"$out" | tail -1) ;;
+	*) val=$(awk '$1 ~ /^[0-9]+$/ && NF == 9 {print $5 "/" $6}' <<<"$out" | tail -1) ;;
 	esac
 	local tr
 	tr=$(grep ' transport:' <<<"$out" | tail -1 |
@@ -46,14 +47,16 @@ one() {
 	echo "${val:-fail} ${tr:-? ? ?}"
 }
 
-declare -A VALS=() LAST=()
+declare -A VALS=() AVGS=() LAST=()
 for ((r = 1; r <= RUNS; r++)); do
 	for c in $CASES; do
 		IFS=: read -r t s n <<<"$c"
 		for l in $LANES; do
 			for bi in "${!BUILDS[@]}"; do
 				res=$(one "${BUILDS[$bi]}" "$t" "$s" "$n" "$l")
-				VALS[$c:$l:$bi]+="${res%% *}"$'\n'
+				v=${res%% *}
+				VALS[$c:$l:$bi]+="${v%%/*}"$'\n'
+				AVGS[$c:$l:$bi]+="${v#*/}"$'\n'
 				LAST[$c:$l:$bi]=${res#* }
 				log "run $r $t $s lanes=$l build=$bi: $res"
 			done
@@ -62,7 +65,7 @@ for ((r = 1; r <= RUNS; r++)); do
 done
 
 printf '\n%-9s %-5s %-5s' test size lanes
-for bi in "${!BUILDS[@]}"; do printf ' | %-8s %-16s' "b$bi" "retx/dup/drop"; done
+for bi in "${!BUILDS[@]}"; do printf ' | %-15s %-16s' "b$bi" "retx/dup/drop"; done
 printf '\n'
 for c in $CASES; do
 	IFS=: read -r t s n <<<"$c"
@@ -70,9 +73,10 @@ for c in $CASES; do
 		printf '%-9s %-5s %-5s' "$t" "$s" "$l"
 		for bi in "${!BUILDS[@]}"; do
 			m=$(printf '%s' "${VALS[$c:$l:$bi]}" | grep -E '^[0-9.]+$' | median)
-			printf ' | %-8s %-16s' "$m" "${LAST[$c:$l:$bi]// //}"
+			case $t in *_lat) m="$m/$(printf '%s' "${AVGS[$c:$l:$bi]}" | grep -E '^[0-9.]+$' | median)" ;; esac
+			printf ' | %-15s %-16s' "$m" "${LAST[$c:$l:$bi]// //}"
 		done
 		printf '\n'
 	done
 done
-echo "(bw: Gb/s average; lat: typical us; b0 = ${BUILDS[0]}${BUILDS[1]:+, b1 = ${BUILDS[1]}})"
+echo "(bw: Gb/s average; lat: typical/average us, medians of each; b0 = ${BUILDS[0]}${BUILDS[1]:+, b1 = ${BUILDS[1]}})"
