@@ -441,19 +441,8 @@ void efi_retx_timers(struct efi_qp_int *qp, uint64_t now)
 		/* Silence is a path's fault only while another path answers:
 		 * when every path goes quiet at once, the peer (or its CPU)
 		 * stalled, and moving packets between paths would only send
-		 * them twice; the tail-loss probe and the timeout handle it.
-		 * "Answers" means now, not once since the path's last answer:
-		 * a path whose newest packets were sent after the last ACK
-		 * (always so under a steady stream) would otherwise be
-		 * suspected by every stall of the peer longer than its
-		 * suspicion time, and every path in turn — each suspicion
-		 * sending its whole flight again and leaving the window to
-		 * the others (4 lanes were 3× slower than 1 on a loaded
-		 * machine).  A dead path among live ones still has answers
-		 * on the others within half its suspicion time. */
-		if (qp->last_answer_ns <= qp->paths[i].quiet_since_ns ||
-		    (now > qp->last_answer_ns &&
-		     now - qp->last_answer_ns >= efi_path_suspect_after_ns(&qp->paths[i], cp) / 2))
+		 * them twice; the tail-loss probe and the timeout handle it. */
+		if (qp->last_answer_ns <= qp->paths[i].quiet_since_ns)
 			continue;
 		if (!efi_path_check(&qp->paths[i], cp, now))
 			continue;
