@@ -379,6 +379,8 @@ struct efi_qp_int {
 	unsigned tlp_sent;		/* tail-loss probes since the last answer */
 	uint64_t last_answer_ns;	/* last response of any kind from the peer */
 	uint64_t silent_since_ns;	/* dead-peer clock: last answer or start of work */
+	uint64_t last_tx_ns;		/* when the last request packets left (the tail-loss
+					 * probe's clock starts there, not at the first) */
 	uint64_t rack_deadline_ns;	/* 0, or when a reordering candidate expires */
 	uint64_t rto_at_ns;		/* the last timeout, until the next answer (0: none) */
 	uint32_t delivered[EFI_MAX_PATHS];	/* scratch: packets delivered per path by one response */

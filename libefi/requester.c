@@ -196,6 +196,14 @@ static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, ui
 
 	/* Anything not in [snd_una − 1, snd_max) answers nothing outstanding. */
 	if (efi_psn_before(p, efi_psn_add(qp->snd_una, EFI_PSN_MASK)) || !efi_psn_before(p, qp->snd_max)) {
+		/* Except a plain ACK that a later one overtook (ACKs come
+		 * back on the lane of the request they answer, and lanes
+		 * are read one after the other): nothing left for it to
+		 * acknowledge, but it is no stray — its SACK block, RTT
+		 * sample and path are still taken (efi_req_handle). */
+		if (pkt->opcode == EFI_OP_ACK && (pkt->aeth.syndrome & EFI_AETH_KIND_MASK) == EFI_AETH_ACK &&
+		    efi_psn_before(p, qp->snd_una) && efi_psn_diff(qp->snd_una, p) <= (int32_t)EFI_TXREC_SLOTS)
+			return;
 		efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
 		return;
 	}

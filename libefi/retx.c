@@ -100,7 +100,7 @@ void efi_retx_init(struct efi_qp_int *qp, uint64_t now)
 	qp->tlp_pending = false;
 	qp->backoff = 0;
 	qp->tlp_sent = 0;
-	qp->last_answer_ns = qp->silent_since_ns = now;
+	qp->last_answer_ns = qp->silent_since_ns = qp->last_tx_ns = now;
 	qp->rack_deadline_ns = 0;
 	qp->rto_at_ns = 0;
 	memset(qp->delivered, 0, sizeof(qp->delivered));
@@ -142,6 +142,9 @@ void efi_retx_on_send(struct efi_qp_int *qp, struct efi_txrec *r, uint64_t now)
 	r->path = qp->cur_path;
 	p = &qp->paths[path_of(qp, r->path)];
 	r->state = EFI_TX_INFLIGHT;
+	/* the transmit path sets it again when the batch has left */
+	if (now > qp->last_tx_ns)
+		qp->last_tx_ns = now;
 	qp->pipe += w;
 	efi_path_on_send(p, w, now);
 	uint64_t gap = efi_cc_pacing_gap_ns(&p->cc, efi_rtt_srtt(&p->rtt, qp->ctx->ccp.target_delay_ns));
@@ -465,8 +468,17 @@ void efi_retx_timers(struct efi_qp_int *qp, uint64_t now)
 		if (!srtt)
 			srtt = efi_rtt_srtt(&qp->paths[0].rtt, cp->target_delay_ns);
 		uint64_t pto = 2 * srtt > cp->tlp_min_ns ? 2 * srtt : cp->tlp_min_ns;
+		/* Measured from the newest transmission (RFC 8985, 7.2), not
+		 * from the start of the work: a message longer than the
+		 * probe timeout takes longer than it to leave (on a veth the
+		 * sender's own sendmmsg carries the receiver's stack), and a
+		 * clock started at its first packet fired before its ACK
+		 * could come, sending the first packet again for nothing —
+		 * a duplicate at the responder, a stale ACK at the requester. */
 		uint64_t since = qp->last_answer_ns > qp->silent_since_ns ? qp->last_answer_ns : qp->silent_since_ns;
-		if (now - since >= pto << qp->tlp_sent) {
+		if (qp->last_tx_ns > since)
+			since = qp->last_tx_ns;
+		if (now > since && now - since >= pto << qp->tlp_sent) {
 			/* The probe: the first lost packet waiting for room,
 			 * else the oldest in flight, asking for an ACK. */
 			struct efi_txrec *r = qp->have_lost ? NULL : oldest_inflight(qp);

@@ -89,6 +89,7 @@ struct udp_wire {
 	uint64_t dropped_recv;	/* truncated datagrams dropped */
 	bool gso;		/* UDP_SEGMENT runs on send */
 	uint64_t gso_runs;	/* super-datagrams sent (for debugging) */
+	unsigned rr;		/* receive: the ready lane read first (rotates) */
 	/* Per message of one sendmmsg/recvmmsg call.  On send, message m
 	 * carries run_len[m] datagrams whose iovecs start at iov[first]. */
 	struct mmsghdr msgs[UDP_BATCH];
@@ -417,14 +418,30 @@ static int udp_recv_batch(struct efi_wire *w, struct efi_wire_pkt *pkts, unsigne
 	ready = epoll_wait(u->epoll_fd, ev, (int)u->nlanes, 0);
 	if (ready < 0)
 		return errno == EINTR ? 0 : -errno;
-	for (int i = 0; i < ready && got < n; i++) {
-		unsigned lane = ev[i].data.u32;
-		if (lane >= u->nlanes)
-			continue;
-		r = udp_recv_lane(u, lane, pkts + got, n - got);
-		if (r < 0)
-			return got ? (int)got : r;
-		got += (unsigned)r;
+	if (ready <= 0)
+		return 0;
+	/* Each ready lane gets its share of the batch first, starting from a
+	 * rotating one, then what is left goes to those that filled theirs.
+	 * Reading each lane to the end in epoll's order (which stays the
+	 * same while they all stay ready) let the first lanes fill every
+	 * batch: the last one's packets waited milliseconds, its path's RTT
+	 * grew tenfold, and its oldest packet held the whole send window
+	 * (EFI_SEND_WINDOW spans all paths) — 4 lanes ran slower than 1. */
+	unsigned share = (n + (unsigned)ready - 1) / (unsigned)ready;
+	bool full[EFI_WIRE_MAX_LANES] = { false };
+	unsigned start = u->rr++ % (unsigned)ready;
+	for (int pass = 0; pass < 2 && got < n; pass++) {
+		for (unsigned k = 0; k < (unsigned)ready && got < n; k++) {
+			unsigned i = (start + k) % (unsigned)ready, lane = ev[i].data.u32, want;
+			if (lane >= u->nlanes || (pass && !full[i]))
+				continue;
+			want = pass ? n - got : (share < n - got ? share : n - got);
+			r = udp_recv_lane(u, lane, pkts + got, want);
+			if (r < 0)
+				return got ? (int)got : r;
+			got += (unsigned)r;
+			full[i] = (unsigned)r == want;
+		}
 	}
 	return (int)got;
 }

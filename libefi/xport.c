@@ -154,6 +154,8 @@ void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 		if (!n)
 			return;
 		sent = send_all(ctx, qp, n);
+		if (sent > nresp)
+			qp->last_tx_ns = efi_now_ns();
 		if (sent < n) {
 			/* The socket is full: requests not sent go again (as
 			 * lost ones, first when there is room); responses not

@@ -9,7 +9,9 @@
  *    hole is declared lost only once a packet sent after it on the same
  *    path has arrived and the reordering window has passed (reordering is
  *    not loss), only the hole is retransmitted, a tail loss is probed
- *    after two RTTs of silence, and going back skips nothing it should not.
+ *    after two RTTs of silence counted from the last transmission, a
+ *    ping-pong's dead path is suspected, an ACK overtaken by a later one
+ *    is no drop, and going back skips nothing it should not.
  */
 #include "config.h"
 
@@ -328,6 +330,144 @@ START_TEST(tail_loss_probe)
 }
 END_TEST
 
+/* The tail-loss probe's clock starts at the newest transmission: a burst
+ * that takes longer than the probe timeout to leave (a 64 KiB message on
+ * a veth) must not have its first packet sent again before its ACK could
+ * come back (that probe was a duplicate at the responder and a stale ACK
+ * at the requester, on every such message). */
+START_TEST(tlp_clock_starts_at_last_send)
+{
+	uint64_t t = 1000000 * US;
+	struct bare *b = bare_new(t);
+	struct efi_qp_int *qp = &b->qp;
+	uint32_t first;
+
+	for (int i = 0; i < 20; i++) {
+		send_one(qp, qp->snd_nxt, t);
+		ack(qp, qp->snd_nxt, NULL, 0, t, t + 50 * US);
+		t += 100 * US;
+	}
+	uint64_t pto = 2 * qp->paths[0].rtt.srtt_ns;
+	if (pto < b->ctx.ccp.tlp_min_ns)
+		pto = b->ctx.ccp.tlp_min_ns;
+	first = qp->snd_nxt;
+	qp->silent_since_ns = t;	/* work starts from idle */
+	/* 64 packets leave over 315 µs, more than the probe timeout. */
+	for (uint32_t i = 0; i < 64; i++)
+		send_one(qp, efi_psn_add(first, i), t + i * 5 * US);
+	uint64_t last = t + 63 * 5 * US;
+	ck_assert_uint_gt(last - t, pto);
+	efi_retx_timers(qp, t + pto);
+	efi_retx_timers(qp, last);
+	efi_retx_timers(qp, last + pto - 1);
+	ck_assert_uint_eq(qp->cnt.tail_probes, 0);
+	ck_assert(!qp->tlp_pending);
+	/* Silence after the last one: the probe goes. */
+	efi_retx_timers(qp, last + pto);
+	ck_assert_uint_eq(qp->cnt.tail_probes, 1);
+	bare_free(b);
+}
+END_TEST
+
+static struct bare *bare_new_paths(uint64_t now, unsigned npaths)
+{
+	struct bare *b = bare_new(now);
+	b->ctx.p.nlanes = npaths;
+	efi_retx_init(&b->qp, now);
+	return b;
+}
+
+/* Sends n packets on path at time t. */
+static void send_on(struct efi_qp_int *qp, unsigned path, unsigned n, uint64_t t)
+{
+	qp->cur_path = (uint8_t)path;
+	for (unsigned i = 0; i < n; i++)
+		send_one(qp, qp->snd_nxt, t + i);
+}
+
+/* A ping-pong whose ping went on a dead path: the tail probe's answer on
+ * another path shows the peer alive, so the silence is the path's (any
+ * rule that tells a stalled peer from a dead path must keep this: the
+ * flap test fails without it). */
+START_TEST(pingpong_dead_path_suspected)
+{
+	uint64_t t = 1000000 * US;
+	struct bare *b = bare_new_paths(t, 2);
+	struct efi_qp_int *qp = &b->qp;
+	struct efi_pkt p;
+	uint32_t lost;
+
+	for (int i = 0; i < 20; i++) {
+		send_on(qp, (unsigned)i % 2, 1, t);
+		ack(qp, qp->snd_nxt, NULL, 0, t, t + 100 * US);
+		t += 200 * US;
+	}
+	uint64_t after = efi_path_suspect_after_ns(&qp->paths[0], &b->ctx.ccp);
+	ck_assert_uint_eq(after, 500 * US);
+	t += 1000 * US;	/* the last pong was a while ago */
+	uint32_t ping = qp->snd_nxt;
+	send_on(qp, 0, 1, t);
+	/* path 0 is dead: the tail probe sends the ping again on path 1 at
+	 * 200 µs, answered there at 240 µs */
+	efi_retx_timers(qp, t + 200 * US);
+	ck_assert(efi_retx_next_lost(qp, &lost));
+	ck_assert_uint_eq(lost, ping);
+	qp->cur_path = 1;
+	send_one(qp, ping, t + 200 * US);
+	qp->snd_una = qp->snd_nxt;
+	efi_retx_acked(qp, ping, qp->snd_una);
+	memset(&p, 0, sizeof(p));
+	p.opcode = EFI_OP_ACK;
+	p.hdrs = EFI_HDR_AETH;
+	p.path = 1;
+	p.psn = ping;
+	p.ts_echo = t + 200 * US;
+	efi_retx_after_response(qp, &p, t + 240 * US);
+	/* the next ping goes on path 0 again and goes unanswered: path 0
+	 * (its silence clock kept since its loss) is suspected */
+	send_on(qp, 0, 1, t + 450 * US);
+	efi_retx_timers(qp, t + 499 * US);
+	ck_assert_uint_eq(qp->paths[0].suspected, 0);
+	efi_retx_timers(qp, t + 520 * US);
+	ck_assert_uint_eq(qp->paths[0].suspected, 1);
+	bare_free(b);
+}
+END_TEST
+
+/* An ACK overtaken by a later one (they come back on several lanes) is not
+ * a dropped packet; a response beyond what was sent is. */
+START_TEST(overtaken_ack_is_not_a_drop)
+{
+	uint64_t t = 1000000 * US;
+	struct bare *b = bare_new(t);
+	struct efi_qp_int *qp = &b->qp;
+	struct efi_pkt p;
+	uint32_t first = qp->snd_nxt;
+
+	qp->attr.qp_state = EFI_QPS_RTS;
+	for (uint32_t i = 0; i < 32; i++)
+		send_one(qp, efi_psn_add(first, i), t + i);
+	ack(qp, efi_psn_add(first, 32), NULL, 0, t + 31, t + 100 * US);	/* all 32 */
+	ck_assert_uint_eq(qp->pipe, 0);
+	/* the ACK of the first 16, arriving after it */
+	memset(&p, 0, sizeof(p));
+	p.opcode = EFI_OP_ACK;
+	p.hdrs = EFI_HDR_AETH;
+	p.aeth.syndrome = EFI_AETH_ACK | EFI_AETH_CREDITS_NONE;
+	p.psn = efi_psn_add(first, 15);
+	p.ts_echo = t + 15;
+	efi_req_handle(qp, &p);
+	ck_assert_uint_eq(qp->cnt.drops, 0);
+	ck_assert_uint_eq(qp->snd_una, efi_psn_add(first, 32));
+	/* an ACK of something never sent */
+	p.psn = efi_psn_add(first, 40);
+	efi_req_handle(qp, &p);
+	ck_assert_uint_eq(qp->cnt.drops, 1);
+	ck_assert_uint_eq(qp->cnt.drop_reasons[EFI_DROP_OUT_OF_WINDOW], 1);
+	bare_free(b);
+}
+END_TEST
+
 START_TEST(rewind_keeps_sacked)
 {
 	uint64_t t = 1000 * US;
@@ -426,6 +566,9 @@ int main(void)
 	tcase_add_test(t, sack_then_only_the_hole_is_lost);
 	tcase_add_test(t, sack_outside_window_ignored);
 	tcase_add_test(t, tail_loss_probe);
+	tcase_add_test(t, tlp_clock_starts_at_last_send);
+	tcase_add_test(t, pingpong_dead_path_suspected);
+	tcase_add_test(t, overtaken_ack_is_not_a_drop);
 	tcase_add_test(t, rewind_keeps_sacked);
 	tcase_add_test(t, unsent_is_not_a_retransmission);
 	tcase_add_test(t, missing_response_resends_only_its_request);

@@ -137,6 +137,53 @@ START_TEST(udp_lanes)
 }
 END_TEST
 
+/* Lanes are read fairly: a lane with a backlog does not take every batch
+ * while another waits (its packets would wait for the backlog, and its
+ * path's RTT with them). */
+START_TEST(udp_lanes_fair)
+{
+	enum { BUSY = 96, QUIET = 4 };
+	uint16_t port[2], pb;
+	int fds[2];
+	struct efi_wire *a, *b = udp_wire("::1", &pb);
+	struct efi_wire_pkt *tx = alloc_pkts(BUSY + QUIET, BIG_CAP), *rx = alloc_pkts(32, BIG_CAP);
+	unsigned quiet = 0, total = 0;
+
+	for (unsigned l = 0; l < 2; l++)
+		fds[l] = udp6_socket("::1", &port[l]);
+	a = efi_wire_udp_create_lanes(fds, 2);
+	ck_assert_ptr_nonnull(a);
+	/* lane 0's backlog first, then a few for lane 1 */
+	for (unsigned i = 0; i < BUSY + QUIET; i++) {
+		tx[i].len = 200;
+		fill(tx[i].buf, tx[i].len, i);
+		tx[i].peer = addr6("::1", port[i < BUSY ? 0 : 1]);
+		tx[i].lane = 0;
+	}
+	ck_assert_int_eq(efi_wire_send(b, tx, BUSY + QUIET), BUSY + QUIET);
+	ck_assert(wait_readable(a, 1000));
+	/* let every datagram land before the first read */
+	for (int t = 0; t < 100; t++) {
+		struct pollfd p = { .fd = fds[1], .events = POLLIN };
+		if (poll(&p, 1, 10) == 1)
+			break;
+	}
+	int n = efi_wire_recv(a, rx, 32);
+	ck_assert_int_eq(n, 32);
+	for (int i = 0; i < n; i++)
+		quiet += rx[i].lane == 1;
+	ck_assert_uint_eq(quiet, QUIET);	/* in the first batch, all of them */
+	total = (unsigned)n;
+	while ((n = efi_wire_recv(a, rx, 32)) > 0)
+		total += (unsigned)n;
+	ck_assert_uint_eq(total, BUSY + QUIET);
+	free_pkts(tx, BUSY + QUIET);
+	free_pkts(rx, 32);
+	efi_wire_destroy(a);
+	efi_wire_destroy(b);
+}
+END_TEST
+
 START_TEST(udp_ipv4_mapped)
 {
 	uint16_t pa, pb, pc;
@@ -505,6 +552,7 @@ static Suite *wire_suite(void)
 	tcase_set_timeout(udp, 30);
 	tcase_add_test(udp, udp_batch_1000_sizes);
 	tcase_add_test(udp, udp_lanes);
+	tcase_add_test(udp, udp_lanes_fair);
 	tcase_add_test(udp, udp_ipv4_mapped);
 	tcase_add_test(udp, udp_per_datagram_errors_and_truncation);
 	tcase_add_test(udp, udp_create_rejects);
