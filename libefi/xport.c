@@ -107,6 +107,8 @@ void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 
 		if (st == EFI_QPS_RESET || st == EFI_QPS_INIT)
 			return;
+		/* efid's word on the local uplinks, before paths are chosen */
+		efi_pt_check(ctx, qp, now);
 		/* Held requests waiting for room in the response queue. */
 		if (qp->reorder.count)
 			efi_resp_drain(qp);
