@@ -1,0 +1,92 @@
+#!/bin/bash
+# The path table (docs/path-table.md): a host's uplink loses carrier in the
+# middle of a bulk transfer and of a ping-pong; efid, whose [Transport]
+# Uplinks pin lane L to up<L mod 2>, publishes it down at once and libefi
+# suspects the lanes on it without waiting for their silence.  Zero QP
+# errors either way; printed, for each: the longest completion gap that
+# began within a second of the failure, with the table and without it
+# (EFI_PATHTABLE=0, the same testbed, the same run), next to the longest
+# gap before the failure (the run's noise).  `efictl status --json` shows
+# the uplink down, then up again.
+# The port taken down is LOSSY_DOWN_PORT, by default h2p0: host 2 runs the
+# clients (the requesters, whose data leaves by that uplink), so the table
+# of the host that sends is the one that can act.  About 45 s, root.
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+# shellcheck source=tests/lossy/lib.sh
+. "$(dirname "$0")/lib.sh"
+lossy_init lt
+TB_UPLINKS=on
+DOWN_PORT=${LOSSY_DOWN_PORT:-h2p0}
+DOWN_HOST=${DOWN_PORT#h}
+DOWN_HOST=${DOWN_HOST%%p*}
+DOWN_UPLINK=up${DOWN_PORT##*p}
+
+tb_up 2 1 2 off
+
+uplink_state() {
+	tb_ctl "$DOWN_HOST" --json status | jq -r --arg n "$DOWN_UPLINK" '.uplinks[]? | select(.name == $n) | .link'
+}
+assert_eq up "$(uplink_state)" "$DOWN_UPLINK of host $DOWN_HOST before"
+log "host $DOWN_HOST's uplinks: $(tb_ctl "$DOWN_HOST" --json status | jq -c '[.uplinks[] | {name, link, lanes}]')"
+
+# lane_paths STATE: the states of the client context's paths whose lanes
+# leave by the downed uplink, as its counters page shows them (one word
+# per QP and path, e.g. "suspect suspect")
+lane_paths() {
+	tb_ctl "$DOWN_HOST" --json status | jq -r --arg n "$DOWN_UPLINK" '
+		(.uplinks[] | select(.name == $n) | .lanes) as $l |
+		[.instances[].interfaces[].contexts[]?.peers[]?.paths[]? | select(.index as $i | $l | index($i)) | .state] | join(" ")'
+}
+
+# fail_during NAME VARIANT: after 2 s of traffic the port goes down (its
+# time in the client's clock in DOWN_AT); up again after the pair finished
+fail_during() {
+	lossy_wait_started "$1"
+	sleep 2
+	DOWN_AT=$(lossy_since_start "$1")
+	tb_link "$DOWN_PORT" down || fail "tb_link $DOWN_PORT down"
+	wait_for 2000 "efid of host $DOWN_HOST to see $DOWN_UPLINK down" eval '[ "$(uplink_state)" = down ]'
+	log "$1: $DOWN_PORT down at $DOWN_AT s of the client's time; efid showed it after ${WAITED_MS} ms"
+	if [ "$2" = table ] && [ "$DOWN_HOST" = 2 ]; then
+		# libefi read it: the lanes' paths are suspected and stay so
+		wait_for 1000 "the client's paths on $DOWN_UPLINK suspected" \
+			eval '[[ "$(lane_paths)" =~ ^suspect( suspect)*$ ]]'
+		log "$1: paths on $DOWN_UPLINK: $(lane_paths) (after ${WAITED_MS} ms, as the counters page shows)"
+	else
+		log "$1: paths on $DOWN_UPLINK: $(lane_paths)"
+	fi
+}
+
+# gaps NAME: "at before" (ms): the longest gap beginning within 1 s of the
+# failure, the longest before it (from 1 s)
+gaps() {
+	local from to
+	from=$(awk -v t="$DOWN_AT" 'BEGIN {print t - 0.05}')
+	to=$(awk -v t="$DOWN_AT" 'BEGIN {print t + 1}')
+	echo "$(lossy_gap_within "$1" "$from" "$to") $(lossy_gap_within "$1" 1 "$from")"
+}
+
+declare -A AT=() BEFORE=()
+run() { # run VARIANT MODE PORT ARGS...
+	local v=$1 mode=$2 name="$2-$1" g
+	shift 2
+	if [ "$v" = table ]; then LOSSY_ENV=""; else LOSSY_ENV="EFI_PATHTABLE=0"; fi
+	lossy_pair "$name" "$mode" "$@"
+	fail_during "$name" "$v"
+	lossy_finish "$name"
+	tb_link "$DOWN_PORT" up || fail "tb_link $DOWN_PORT up"
+	wait_for 2000 "$DOWN_UPLINK up again" eval '[ "$(uplink_state)" = up ]'
+	g=$(gaps "$name")
+	AT[$name]=${g% *}
+	BEFORE[$name]=${g#* }
+	log "$name: no QP error; longest gap at the failure ${AT[$name]} ms (before it ${BEFORE[$name]} ms)"
+	sleep 0.5
+}
+
+for v in table notable; do
+	run "$v" bulk 18741 --qps 1 --size 65536 --window 16 --seconds 6 --warmup 1 --timeout 20
+	run "$v" pingpong 18742 --size 8 --seconds 5 --timeout 20
+done
+for m in bulk pingpong; do
+	log "RESULT $m, $DOWN_PORT down: longest gap at the failure: with the table ${AT[$m-table]} ms, without ${AT[$m-notable]} ms (before the failure: ${BEFORE[$m-table]} / ${BEFORE[$m-notable]} ms)"
+done
