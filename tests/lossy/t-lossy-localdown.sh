@@ -26,6 +26,7 @@ tb_up 2 1 2 off
 uplink_state() {
 	tb_ctl "$DOWN_HOST" --json status | jq -r --arg n "$DOWN_UPLINK" '.uplinks[]? | select(.name == $n) | .link'
 }
+uplink_is() { [ "$(uplink_state)" = "$1" ]; }
 assert_eq up "$(uplink_state)" "$DOWN_UPLINK of host $DOWN_HOST before"
 log "host $DOWN_HOST's uplinks: $(tb_ctl "$DOWN_HOST" --json status | jq -c '[.uplinks[] | {name, link, lanes}]')"
 
@@ -38,6 +39,8 @@ lane_paths() {
 		[.instances[].interfaces[].contexts[]?.peers[]?.paths[]? | select(.index as $i | $l | index($i)) | .state] | join(" ")'
 }
 
+lane_paths_suspect() { [[ "$(lane_paths)" =~ ^suspect( suspect)*$ ]]; }
+
 # fail_during NAME VARIANT: after 2 s of traffic the port goes down (its
 # time in the client's clock in DOWN_AT); up again after the pair finished
 fail_during() {
@@ -45,12 +48,12 @@ fail_during() {
 	sleep 2
 	DOWN_AT=$(lossy_since_start "$1")
 	tb_link "$DOWN_PORT" down || fail "tb_link $DOWN_PORT down"
-	wait_for 2000 "efid of host $DOWN_HOST to see $DOWN_UPLINK down" eval '[ "$(uplink_state)" = down ]'
+	wait_for 2000 "efid of host $DOWN_HOST to see $DOWN_UPLINK down" uplink_is down
 	log "$1: $DOWN_PORT down at $DOWN_AT s of the client's time; efid showed it after ${WAITED_MS} ms"
 	if [ "$2" = table ] && [ "$DOWN_HOST" = 2 ]; then
 		# libefi read it: the lanes' paths are suspected and stay so
 		wait_for 1000 "the client's paths on $DOWN_UPLINK suspected" \
-			eval '[[ "$(lane_paths)" =~ ^suspect( suspect)*$ ]]'
+			lane_paths_suspect
 		log "$1: paths on $DOWN_UPLINK: $(lane_paths) (after ${WAITED_MS} ms, as the counters page shows)"
 	else
 		log "$1: paths on $DOWN_UPLINK: $(lane_paths)"
@@ -75,7 +78,7 @@ run() { # run VARIANT MODE PORT ARGS...
 	fail_during "$name" "$v"
 	lossy_finish "$name"
 	tb_link "$DOWN_PORT" up || fail "tb_link $DOWN_PORT up"
-	wait_for 2000 "$DOWN_UPLINK up again" eval '[ "$(uplink_state)" = up ]'
+	wait_for 2000 "$DOWN_UPLINK up again" uplink_is up
 	g=$(gaps "$name")
 	AT[$name]=${g% *}
 	BEFORE[$name]=${g#* }
