@@ -56,6 +56,23 @@ void efi_pt_detach(struct efi_context_int *ctx);
  * change (see above).  ctx->lock held. */
 void efi_pt_check(struct efi_context_int *ctx, struct efi_qp_int *qp, uint64_t now);
 
+/* The lane a response to a request that came on `path` leaves by: that
+ * lane, unless the table says its uplink is down, then the next one that
+ * is not (the response still names path, so the requester credits the
+ * right one; only its UDP ports change).  ctx->lock held. */
+static inline unsigned efi_pt_response_lane(const struct efi_pt *pt, unsigned path,
+					    unsigned nlanes)
+{
+	if (!(pt->down & (1u << path)) || nlanes < 2)
+		return path;
+	for (unsigned i = 1; i < nlanes; i++) {
+		unsigned l = (path + i) % nlanes;
+		if (!(pt->down & (1u << l)))
+			return l;
+	}
+	return path; /* every lane is down: as good as any */
+}
+
 /* Forgets what qp acted on (its paths were just initialised). */
 void efi_pt_qp_reset(struct efi_context_int *ctx, struct efi_qp_int *qp);
 

@@ -330,6 +330,23 @@ START_TEST(lane_down_suspects_up_probes)
 }
 END_TEST
 
+/* Responses (ACKs) to a path whose uplink is down leave by another lane. */
+START_TEST(responses_avoid_down_lanes)
+{
+	struct efi_pt pt = { .down = 0 };
+
+	ck_assert_uint_eq(efi_pt_response_lane(&pt, 2, 4), 2);
+	pt.down = 1u << 0 | 1u << 2;
+	ck_assert_uint_eq(efi_pt_response_lane(&pt, 0, 4), 1);
+	ck_assert_uint_eq(efi_pt_response_lane(&pt, 2, 4), 3);
+	ck_assert_uint_eq(efi_pt_response_lane(&pt, 3, 4), 3);
+	pt.down = 0xf;
+	ck_assert_uint_eq(efi_pt_response_lane(&pt, 1, 4), 1); /* all down: unchanged */
+	pt.down = 1;
+	ck_assert_uint_eq(efi_pt_response_lane(&pt, 0, 1), 0); /* one lane: unchanged */
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pathtable");
@@ -344,6 +361,7 @@ int main(void)
 	tcase_add_test(tc, hostile_lanes_ignored);
 	tcase_add_test(tc, libefi_refuses_hostile_pages);
 	tcase_add_test(tc, lane_down_suspects_up_probes);
+	tcase_add_test(tc, responses_avoid_down_lanes);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
