@@ -154,6 +154,16 @@ enum efi_ctl_attr {
 	EFI_A_PATH_VALUES = 87, /* bin: EFI_CSHM_PATH_VALUES little-endian u64
 				 * (countershm.h enum efi_cshm_path_value order) */
 	/* 88, 89: reserved for more path-health fields */
+	/* The path table (common/pathtable.h, docs/path-table.md) */
+	EFI_A_PATH_TABLE = 90,  /* u32.  OPEN_DEVICE / LEASE_RESUME request: the table
+				 * version the client reads (it takes one); reply: the
+				 * index, among the descriptors passed, of the table's
+				 * read-only memfd (after the lanes'); absent = none */
+	EFI_A_UPLINK_ENTRY = 91, /* nest, repeated, LIST replies (host callers): one
+				  * uplink of [Transport] Uplinks: UPLINK, IFINDEX, LINK,
+				  * UPLINK_LANES, UPLINK_CHANGES */
+	EFI_A_UPLINK_LANES = 92, /* u32: bit L set when lane L leaves by this uplink */
+	EFI_A_UPLINK_CHANGES = 93, /* u32: state changes since efid started */
 	EFI_A_MAX, /* keep last: parsers size their tables by it */
 };
 

@@ -168,8 +168,16 @@ struct ec_stray {
 	const char *host_ifname, *instance, *ifname;
 };
 
+/* [Transport] Uplinks of efid: which lanes leave by it, its state. */
+struct ec_uplink {
+	const char *name, *link;
+	uint32_t ifindex, lanes, changes; /* lanes: bit L for lane L */
+};
+
 struct ec_listing {
 	const char *host_id, *server_version;
+	struct ec_uplink *uplinks;
+	size_t nuplinks;
 	struct ec_instance *instances;
 	size_t ninstances;
 	struct ec_iface *ifaces;

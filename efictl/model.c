@@ -56,6 +56,15 @@ static const struct ctl_policy list_policy[EFI_A_MAX] = {
 	[EFI_A_INSTANCE_ENTRY] = { .kind = CTL_NEST, .multi = true },
 	[EFI_A_IFACE] = { .kind = CTL_NEST, .multi = true },
 	[EFI_A_STRAY] = { .kind = CTL_NEST, .multi = true },
+	[EFI_A_UPLINK_ENTRY] = { .kind = CTL_NEST, .multi = true },
+};
+
+static const struct ctl_policy uplink_policy[EFI_A_MAX] = {
+	[EFI_A_UPLINK] = { .kind = CTL_STR, .minlen = 1, .maxlen = 15 },
+	[EFI_A_IFINDEX] = { .kind = CTL_U32 },
+	[EFI_A_LINK] = { .kind = CTL_STR, .maxlen = 31 },
+	[EFI_A_UPLINK_LANES] = { .kind = CTL_U32 },
+	[EFI_A_UPLINK_CHANGES] = { .kind = CTL_U32 },
 };
 
 static const struct ctl_policy instance_policy[EFI_A_MAX] = {
@@ -229,6 +238,7 @@ void ec_listing_free(struct ec_listing *l)
 	free(l->ifaces);
 	free(l->instances);
 	free(l->strays);
+	free(l->uplinks);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -273,6 +283,27 @@ static int parse_stray(struct ec_listing *l, const struct ctl_attr *a)
 	return 0;
 }
 
+static int parse_uplink(struct ec_listing *l, const struct ctl_attr *a)
+{
+	struct ctl_attr tb[EFI_A_MAX];
+	struct ec_uplink u = { 0 };
+	if (ctl_parse(a->data, a->len, uplink_policy, EFI_A_MAX, tb, NULL) ||
+	    !ctl_has(tb, EFI_A_UPLINK) || get_str(tb, EFI_A_UPLINK, &u.name) ||
+	    get_str(tb, EFI_A_LINK, &u.link))
+		return -EBADMSG;
+	if (ctl_has(tb, EFI_A_IFINDEX))
+		ctl_attr_u32(&tb[EFI_A_IFINDEX], &u.ifindex);
+	if (ctl_has(tb, EFI_A_UPLINK_LANES))
+		ctl_attr_u32(&tb[EFI_A_UPLINK_LANES], &u.lanes);
+	if (ctl_has(tb, EFI_A_UPLINK_CHANGES))
+		ctl_attr_u32(&tb[EFI_A_UPLINK_CHANGES], &u.changes);
+	struct ec_uplink *slot = grow(&l->uplinks, &l->nuplinks, sizeof(*slot));
+	if (!slot)
+		return -ENOMEM;
+	*slot = u;
+	return 0;
+}
+
 int ec_listing_parse(const struct ctl_reply *rep, struct ec_listing *out)
 {
 	struct ctl_attr tb[EFI_A_MAX];
@@ -295,6 +326,8 @@ int ec_listing_parse(const struct ctl_reply *rep, struct ec_listing *out)
 		if (a.type == EFI_A_INSTANCE_ENTRY && (r = parse_entry(out, &a)))
 			goto fail;
 		if (a.type == EFI_A_STRAY && (r = parse_stray(out, &a)))
+			goto fail;
+		if (a.type == EFI_A_UPLINK_ENTRY && (r = parse_uplink(out, &a)))
 			goto fail;
 	}
 	ctl_iter_init(&it, rep->payload, rep->payload_len);
@@ -426,6 +459,26 @@ void ec_listing_json(struct json *j, const struct ec_listing *l)
 				    : NULL);
 		json_member_str(j, "name", l->strays[n].ifname && *l->strays[n].ifname ? l->strays[n].ifname
 									 : NULL);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	if (!l->nuplinks)
+		return; /* [Transport] Uplinks= off, or an instance's view */
+	json_key(j, "uplinks");
+	json_arr_begin(j);
+	for (size_t n = 0; n < l->nuplinks; n++) {
+		const struct ec_uplink *u = &l->uplinks[n];
+		json_obj_begin(j);
+		json_member_str(j, "name", u->name);
+		json_member_u64(j, "ifindex", u->ifindex);
+		json_member_str(j, "link", u->link && *u->link ? u->link : "unknown");
+		json_key(j, "lanes");
+		json_arr_begin(j);
+		for (unsigned lane = 0; lane < 32; lane++)
+			if (u->lanes & (1u << lane))
+				json_u64(j, lane);
+		json_arr_end(j);
+		json_member_u64(j, "changes", u->changes);
 		json_obj_end(j);
 	}
 	json_arr_end(j);

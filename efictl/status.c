@@ -30,6 +30,20 @@ static void print_status(const struct ec_listing *l)
 		if (!any)
 			printf("  no interfaces\n");
 	}
+	if (l->nuplinks) {
+		printf("\nuplinks (lane L leaves by uplink L mod %zu):\n", l->nuplinks);
+		for (size_t n = 0; n < l->nuplinks; n++) {
+			const struct ec_uplink *u = &l->uplinks[n];
+			const char *sep = "";
+			printf("  %-15s %-7s lanes ", u->name, u->link && *u->link ? u->link : "unknown");
+			for (unsigned lane = 0; lane < 32; lane++)
+				if (u->lanes & (1u << lane)) {
+					printf("%s%u", sep, lane);
+					sep = ",";
+				}
+			printf("  (%u changes)\n", u->changes);
+		}
+	}
 	if (l->nstrays) {
 		printf("\nstrays (devices efid created but has no record of; efid never deletes "
 		       "them: remove one with `ip link del DEVICE` once you know it is unused):\n");

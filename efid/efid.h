@@ -17,6 +17,7 @@ struct kernel;
 struct control;
 struct lease_registry;
 struct cm;
+struct uplinks;
 
 struct efid {
 	sd_event *event;
@@ -30,6 +31,7 @@ struct efid {
 	struct control *control; /* control.h: the socket server */
 	struct lease_registry *leases; /* lease.c: wire endpoints handed to libefi */
 	struct cm *cm;           /* cm.c: listeners, connections, efid ⇄ efid sockets */
+	struct uplinks *uplinks; /* uplinks.c: [Transport] Uplinks and the path table, or NULL */
 	bool stopping;
 };
 

@@ -43,6 +43,38 @@ void efid_config_defaults(struct efid_config *c)
 	c->cm_port = EFID_CM_PORT_DEFAULT;
 }
 
+/* Uplinks=NAME...: space-separated interface names, each once, at most
+ * EFID_UPLINKS_MAX; empty turns the feature off. */
+static int parse_uplinks(struct efid_config *c, const char *value, char *err, size_t errlen)
+{
+	char buf[EFID_UPLINKS_MAX * 17 + 1], *save = NULL, *tok;
+	uint32_t n = 0;
+
+	if (strlen(value) >= sizeof(buf)) {
+		set_err(err, errlen, "Uplinks= is too long: at most %u interface names", EFID_UPLINKS_MAX);
+		return -EINVAL;
+	}
+	snprintf(buf, sizeof(buf), "%s", value);
+	for (tok = strtok_r(buf, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+		if (!efi_ifname_valid(tok)) {
+			set_err(err, errlen, "Uplinks: '%.32s' is not a valid interface name", tok);
+			return -EINVAL;
+		}
+		if (n == EFID_UPLINKS_MAX) {
+			set_err(err, errlen, "Uplinks: at most %u interfaces", EFID_UPLINKS_MAX);
+			return -EINVAL;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			if (strcmp(c->uplinks[i], tok) == 0) {
+				set_err(err, errlen, "Uplinks: '%s' is named twice", tok);
+				return -EINVAL;
+			}
+		snprintf(c->uplinks[n++], sizeof(c->uplinks[0]), "%s", tok);
+	}
+	c->nuplinks = n;
+	return 0;
+}
+
 /* Group names as useradd accepts them: [A-Za-z0-9_.-], not starting with '-',
  * with an optional trailing '$'.  Resolving the name is efid's job at start. */
 static bool group_name_valid(const char *s, size_t max)
@@ -200,7 +232,10 @@ static int transport_key(struct efid_config *c, const char *key, const char *val
 		c->lanes = (uint32_t)v;
 		return 0;
 	}
-	set_err(err, errlen, "unknown key %.64s= in [Transport]; known keys: PortBase, Lanes", key);
+	if (strcasecmp(key, "Uplinks") == 0)
+		return parse_uplinks(c, value, err, errlen);
+	set_err(err, errlen, "unknown key %.64s= in [Transport]; known keys: PortBase, Lanes, Uplinks",
+		key);
 	return -EINVAL;
 }
 
@@ -376,6 +411,12 @@ static int check_ports(const struct efid_config *c, const char *name, char *err,
 				name, c->cm_port, lo, hi, lane, c->port_base, c->lanes);
 			return -EINVAL;
 		}
+	}
+	if (c->nuplinks > c->lanes) {
+		set_err(err, errlen,
+			"%s: [Transport] Uplinks= names %u interfaces but Lanes=%u: lane L leaves by uplink L mod %u, so %s would carry nothing; raise Lanes or name fewer uplinks",
+			name, c->nuplinks, c->lanes, c->nuplinks, c->uplinks[c->nuplinks - 1]);
+		return -EINVAL;
 	}
 	return 0;
 }

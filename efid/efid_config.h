@@ -33,6 +33,8 @@
 
 #define EFID_DEFAULT_CONFIG SYSCONFDIR "/efi/efid.conf"
 
+#define EFID_UPLINKS_MAX 8u   /* one per lane at most */
+
 struct efid_config {
 	int log_level;               /* LOG_* ; -1 when not set in the file */
 	char group[64];              /* "" = root only */
@@ -43,6 +45,11 @@ struct efid_config {
 	char default_kind[16];
 	uint32_t port_base;          /* [Transport] PortBase: UDP port = PortBase + lane × 4096 + (QPN >> 12) */
 	uint32_t lanes;              /* [Transport] Lanes: UDP sockets (paths) per context */
+	/* [Transport] Uplinks: lane L leaves by uplinks[L mod nuplinks] (policy
+	 * routing, efid/uplinks.c) and the path table publishes their state;
+	 * nuplinks 0 = off */
+	char uplinks[EFID_UPLINKS_MAX][16];
+	uint32_t nuplinks;
 	uint32_t cm_port;            /* [ConnectionManager] Port: efid ⇄ efid, in each instance */
 	/* [Limits], per instance; 0 = unlimited */
 	uint32_t max_qps, max_mrs, max_listeners;

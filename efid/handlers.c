@@ -21,6 +21,7 @@
 #include "lease.h"
 #include "log.h"
 #include "store.h"
+#include "uplinks.h"
 
 #define NETNS_RUN_DIR "/run/netns"
 
@@ -39,7 +40,30 @@ static const struct ctl_policy request_policy[POLICY_SIZE] = {
 	[EFI_A_RES_QPS] = { .kind = CTL_U32 },
 	[EFI_A_RES_MRS] = { .kind = CTL_U32 },
 	[EFI_A_RES_BYTES] = { .kind = CTL_U64 },
+	[EFI_A_PATH_TABLE] = { .kind = CTL_U32 },
 };
+
+/* OPEN_DEVICE, LEASE_RESUME: a client that reads the path table (it said
+ * which version) gets a read-only descriptor of it after the lanes'.  A
+ * failure costs the client the table, not the request. */
+static void put_path_table(struct efid *d, struct ctl_attr *tb, struct ctl_buf *body,
+			   struct ctl_fds *out)
+{
+	uint32_t version = 0;
+	int fd;
+
+	if (!ctl_has(tb, EFI_A_PATH_TABLE) || ctl_attr_u32(&tb[EFI_A_PATH_TABLE], &version) ||
+	    version != EFI_PATHTABLE_VERSION || out->n >= EFI_CTL_MAX_FDS)
+		return;
+	fd = uplinks_table_fd(d);
+	if (fd < 0) {
+		if (fd != -ENOENT)
+			log_warning("cannot hand out the path table: %s", strerror(-fd));
+		return;
+	}
+	ctl_put_u32(body, EFI_A_PATH_TABLE, out->n);
+	out->fd[out->n++] = fd;
+}
 
 /* Resolves efid.conf's [Control] Group each time: groups can be created
  * after efid started. */
@@ -371,6 +395,7 @@ static int handle_list(struct efid *d, const struct peer *p, struct ctl_attr *tb
 
 	if (p->host && !instance) {
 		const struct efid_stray *strays;
+		uplinks_list(d, body);
 		size_t n = iface_strays(d, &strays);
 		for (size_t i = 0; i < n; i++) {
 			size_t nest = ctl_nest_begin(body, EFI_A_STRAY);
@@ -449,8 +474,12 @@ static int dispatch(struct efid *d, const struct peer *peer, struct lease *lease
 			cm_sync(d);
 		return r;
 	}
-	case EFI_CTL_OPEN_DEVICE:
-		return handle_open_device(d, peer, lease, tb, body, out, err, errlen);
+	case EFI_CTL_OPEN_DEVICE: {
+		int r = handle_open_device(d, peer, lease, tb, body, out, err, errlen);
+		if (r == 0)
+			put_path_table(d, tb, body, out);
+		return r;
+	}
 	case EFI_CTL_PUBLISH_COUNTERS:
 		if (in->n != 1) {
 			snprintf(err, errlen, "publish-counters needs one descriptor: the counters page");
@@ -458,8 +487,12 @@ static int dispatch(struct efid *d, const struct peer *peer, struct lease *lease
 		}
 		in->n = 0;
 		return lease_publish_counters(d, lease, peer, in->fd[0], err, errlen);
-	case EFI_CTL_LEASE_RESUME:
-		return lease_resume(d, lease, peer, tb, in, body, err, errlen);
+	case EFI_CTL_LEASE_RESUME: {
+		int r = lease_resume(d, lease, peer, tb, in, body, err, errlen);
+		if (r == 0)
+			put_path_table(d, tb, body, out);
+		return r;
+	}
 	case EFI_CTL_RESERVE:
 		return lease_reserve(d, lease, tb, body, err, errlen);
 	case EFI_CTL_RELEASE:

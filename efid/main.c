@@ -27,6 +27,7 @@
 #include "cm.h"
 #include "control.h"
 #include "efid.h"
+#include "uplinks.h"
 #include "iface.h"
 #include "log.h"
 #include "store.h"
@@ -271,6 +272,9 @@ int main(int argc, char **argv)
 		log_error("cannot watch netlink events: %s", strerror(-r));
 		goto out;
 	}
+	r = uplinks_start(&d);
+	if (r < 0)
+		goto out;
 	r = cm_start(&d);
 	if (r < 0)
 		goto out;
@@ -294,6 +298,7 @@ out:
 	cm_shutdown(&d);
 	control_stop(&d);
 	cm_stop(&d);
+	uplinks_stop(&d);
 	kernel_close(&d);
 	sd_event_unref(d.event);
 	store_close(d.store);

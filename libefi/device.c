@@ -32,10 +32,11 @@ static int map_ctl_error(int e)
 	}
 }
 
-/* One request/reply with efid on c (or a fresh connection if c is NULL).
- * Returns 0 or a positive errno. */
-static int ctl_roundtrip(struct ctl_client *c, uint16_t type, const char *ifname,
-			 struct ctl_reply *rep)
+/* One request/reply with efid on c (or a fresh connection if c is NULL);
+ * with path_table, it asks for the path table too.  Returns 0 or a
+ * positive errno. */
+static int ctl_roundtrip_pt(struct ctl_client *c, uint16_t type, const char *ifname,
+			    bool path_table, struct ctl_reply *rep)
 {
 	struct ctl_buf req;
 	int r;
@@ -45,6 +46,8 @@ static int ctl_roundtrip(struct ctl_client *c, uint16_t type, const char *ifname
 	ctl_put_str(&req, EFI_A_CLIENT, "libefi");
 	if (ifname)
 		ctl_put_str(&req, EFI_A_IFNAME, ifname);
+	if (path_table)
+		ctl_put_u32(&req, EFI_A_PATH_TABLE, EFI_PATHTABLE_VERSION);
 	r = ctl_msg_end(&req);
 	if (r == 0)
 		r = ctl_client_call(c, &req, NULL, 0, rep, CTL_TIMEOUT_MS);
@@ -57,6 +60,12 @@ static int ctl_roundtrip(struct ctl_client *c, uint16_t type, const char *ifname
 		return r;
 	}
 	return 0;
+}
+
+static int ctl_roundtrip(struct ctl_client *c, uint16_t type, const char *ifname,
+			 struct ctl_reply *rep)
+{
+	return ctl_roundtrip_pt(c, type, ifname, false, rep);
 }
 
 static void copy_str(char *dst, size_t cap, const struct ctl_attr *a)
@@ -205,8 +214,9 @@ fail:
 	return NULL;
 }
 
-/* Parses an OPEN_DEVICE reply into p.  Returns 0 or EPROTO. */
-static int parse_open_reply(const struct ctl_reply *rep, struct efi_ctx_params *p)
+/* Parses an OPEN_DEVICE reply into p, and *pt_index (the path table's
+ * descriptor, or -1).  Returns 0 or EPROTO. */
+static int parse_open_reply(const struct ctl_reply *rep, struct efi_ctx_params *p, int *pt_index)
 {
 	struct ctl_iter it;
 	struct ctl_attr a;
@@ -233,6 +243,10 @@ static int parse_open_reply(const struct ctl_reply *rep, struct efi_ctx_params *
 		case EFI_A_LANES:
 			if (ctl_attr_u32(&a, &v) == 0 && v >= 1 && v <= EFI_WIRE_MAX_LANES)
 				p->nlanes = v;
+			break;
+		case EFI_A_PATH_TABLE:
+			if (ctl_attr_u32(&a, &v) == 0 && v < EFI_CTL_MAX_FDS)
+				*pt_index = (int)v;
 			break;
 		case EFI_A_PORT_BASE:
 			if (ctl_attr_u32(&a, &v) == 0) {
@@ -281,7 +295,7 @@ struct efi_context *efi_open_device(struct efi_device *device)
 	struct efi_wire *wire;
 	struct efi_context *ctx;
 	const char *fault;
-	int r, fds[EFI_WIRE_MAX_LANES];
+	int r, fds[EFI_WIRE_MAX_LANES], pt_index = -1, pt_fd = -1;
 	unsigned nfds = 0, use = 0;
 
 	if (!device) {
@@ -296,17 +310,22 @@ struct efi_context *efi_open_device(struct efi_device *device)
 		errno = -r;
 		return NULL;
 	}
-	r = ctl_roundtrip(c, EFI_CTL_OPEN_DEVICE, device->name, &rep);
+	r = ctl_roundtrip_pt(c, EFI_CTL_OPEN_DEVICE, device->name, efi_pt_wanted(), &rep);
 	if (r)
 		goto fail;
 	p.nlanes = 1;	/* an efid without lanes passes one socket */
-	if (parse_open_reply(&rep, &p) || rep.nfds < 0 || (unsigned)rep.nfds != p.nlanes) {
+	/* The lanes' sockets, then the path table's page when efid has one. */
+	if (parse_open_reply(&rep, &p, &pt_index) || rep.nfds < 0 ||
+	    (unsigned)rep.nfds != p.nlanes + (pt_index >= 0) ||
+	    (pt_index >= 0 && (unsigned)pt_index != p.nlanes)) {
 		ctl_reply_free(&rep);
 		r = EPROTO;
 		goto fail;
 	}
 	nfds = p.nlanes;
 	memcpy(fds, rep.fds, nfds * sizeof(int));
+	if (pt_index >= 0)
+		pt_fd = rep.fds[pt_index];
 	rep.nfds = 0;	/* the descriptors are ours now */
 	ctl_reply_free(&rep);
 	/* EFI_LANES=N uses only the first N lanes (for comparisons: a peer's
@@ -347,6 +366,12 @@ struct efi_context *efi_open_device(struct efi_device *device)
 		efi_wire_destroy(wire);
 		goto fail;
 	}
+	if (pt_fd >= 0) {
+		/* A page that does not check out is ignored: the transport
+		 * runs on suspicion alone, as without efid's table. */
+		(void)efi_pt_attach(ctx_of(ctx), pt_fd);
+		pt_fd = -1;
+	}
 	efi_counters_publish_open(ctx_of(ctx), c);
 	ctx_of(ctx)->lease = efi_lease_start(ctx_of(ctx), fds, nfds);
 	for (unsigned i = use; i < nfds; i++)
@@ -356,6 +381,8 @@ fail:
 	/* the wire owns lanes below use; the rest are still ours */
 	for (unsigned i = use; i < nfds; i++)
 		close(fds[i]);
+	if (pt_fd >= 0)
+		close(pt_fd);
 	ctl_client_close(c);
 	errno = r;
 	return NULL;
@@ -378,6 +405,7 @@ int efi_close_device(struct efi_context *context)
 	ctx->lease = NULL;
 	efi_progress_stop(ctx);
 	efi_counters_publish_close(ctx);
+	efi_pt_detach(ctx);	/* the progress thread is gone: nobody reads it */
 	efi_wire_destroy(ctx->wire);
 	ctl_client_close(ctx->ctl);	/* ends the lease */
 	efi_mr_table_free(ctx);

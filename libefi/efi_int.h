@@ -30,6 +30,7 @@
 #include "cc.h"
 #include "packet.h"
 #include "path.h"
+#include "path_table.h"
 #include "reorder.h"
 #include "wire.h"
 
@@ -180,6 +181,7 @@ struct efi_context_int {
 	_Atomic uint64_t app_active_ns;	/* last time efi_poll_cq ran the transport (relaxed) */
 	struct efi_lease *lease;		/* lease.c: efid restarts, revoke, quota; or NULL */
 	struct efi_countershm *cshm;	/* counters page efid reads, or NULL (counters.c) */
+	struct efi_pt pt;		/* efid's path table (path_table.h), under lock */
 	uint64_t cshm_next_ns;		/* progress thread only: next publication */
 	_Atomic bool stopping;
 };
@@ -368,6 +370,8 @@ struct efi_qp_int {
 	/* selective retransmission, congestion control, paths (retx.c) */
 	struct efi_path paths[EFI_MAX_PATHS];
 	unsigned npaths;
+	uint32_t pt_epoch;		/* path_table.c: the context's epoch acted on */
+	uint8_t pt_down;		/* path_table.c: lanes acted on as down */
 	uint32_t pipe;			/* packets in flight (INFLIGHT records, by weight) */
 	uint32_t lost_hint;		/* no LOST record before this PSN */
 	bool have_lost;
@@ -468,6 +472,9 @@ bool efi_retx_next_lost(struct efi_qp_int *qp, uint32_t *psn);
 int efi_retx_path_of(const struct efi_qp_int *qp, uint32_t psn);
 void efi_retx_after_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, uint64_t now);
 void efi_retx_timers(struct efi_qp_int *qp, uint64_t now);
+/* The path table says path's uplink is down: what the path carries goes
+ * again on the others, as when it is suspected (path_table.c). */
+void efi_retx_path_down(struct efi_qp_int *qp, unsigned path);
 uint64_t efi_retx_rto_ns(const struct efi_qp_int *qp);
 /* Request packets between two ACK requests: EFI_ACKREQ_EVERY, fewer when
  * the window is small (half a window), so a window never goes out without

@@ -46,6 +46,10 @@ struct efi_lease {
 	uint32_t qps, mrs, told_mrs;
 	uint64_t bytes, told_bytes;
 	bool mr_limited;           /* efid's last word: MR or byte limits exist */
+	/* A resumed lease's path table (the new efid's), for the watcher to
+	 * hand to the context under ctx->lock: pt_fd, or -1 for none. */
+	bool pt_pending;
+	int pt_fd;
 };
 
 static void wake(struct efi_lease *l)
@@ -154,6 +158,49 @@ static void ask_limits(struct efi_lease *l)
 	}
 }
 
+/* The path table of a LEASE_RESUME reply (the restarted efid's own, or
+ * none): kept for the watcher (lock held). */
+static void take_path_table(struct efi_lease *l, struct ctl_reply *rep)
+{
+	struct ctl_iter it;
+	struct ctl_attr a;
+	uint32_t idx = UINT32_MAX;
+
+	ctl_iter_init(&it, rep->payload, rep->payload_len);
+	while (ctl_iter_next(&it, &a))
+		if (a.type == EFI_A_PATH_TABLE)
+			ctl_attr_u32(&a, &idx);
+	if (l->pt_fd >= 0)
+		close(l->pt_fd);
+	l->pt_fd = -1;
+	if (idx < (uint32_t)rep->nfds && rep->fds[idx] >= 0) {
+		l->pt_fd = rep->fds[idx];
+		rep->fds[idx] = -1; /* ours now */
+	}
+	l->pt_pending = true;
+}
+
+/* The context takes the resumed lease's path table (watcher thread, no
+ * lock held; takes ctx->lock, as the transport reads it under that). */
+static void hand_path_table(struct efi_lease *l)
+{
+	int fd;
+
+	pthread_mutex_lock(&l->lock);
+	if (!l->pt_pending) {
+		pthread_mutex_unlock(&l->lock);
+		return;
+	}
+	l->pt_pending = false;
+	fd = l->pt_fd;
+	l->pt_fd = -1;
+	pthread_mutex_unlock(&l->lock);
+	pthread_mutex_lock(&l->ctx->lock);
+	if (fd < 0 || efi_pt_attach(l->ctx, fd) < 0)
+		efi_pt_detach(l->ctx); /* the old efid's page says nothing now */
+	pthread_mutex_unlock(&l->ctx->lock);
+}
+
 /* efid is back (or another one is): hand it the socket (lock held).
  * Returns true when the lease is efid's again or must not be retried. */
 static bool resume(struct efi_lease *l)
@@ -174,6 +221,8 @@ static bool resume(struct efi_lease *l)
 	ctl_put_u32(&req, EFI_A_RES_QPS, l->qps);
 	ctl_put_u32(&req, EFI_A_RES_MRS, l->mrs);
 	ctl_put_u64(&req, EFI_A_RES_BYTES, l->bytes);
+	if (efi_pt_wanted())
+		ctl_put_u32(&req, EFI_A_PATH_TABLE, EFI_PATHTABLE_VERSION);
 	r = ctl_msg_end(&req);
 	if (r == 0)
 		r = ctl_client_call_ex(c, &req, l->wire_fd, (int)l->nwire, &rep, CALL_TIMEOUT_MS, NULL,
@@ -184,6 +233,8 @@ static bool resume(struct efi_lease *l)
 		return false; /* efid not ready yet: try again */
 	}
 	r = rep.status;
+	if (r == 0)
+		take_path_table(l, &rep);
 	ctl_reply_free(&rep);
 	if (r == -ENODEV || r == -ENOENT) {
 		/* detached while efid was away: the same as a revoke */
@@ -265,6 +316,7 @@ static void *watch(void *arg)
 		}
 		pthread_mutex_unlock(&l->lock);
 
+		hand_path_table(l);
 		if (atomic_exchange(&l->revoke_pending, false))
 			revoke_all(l);
 	}
@@ -287,6 +339,7 @@ struct efi_lease *efi_lease_start(struct efi_context_int *ctx, const int *wire_f
 		return NULL;
 	l->ctx = ctx;
 	l->mr_limited = true;
+	l->pt_fd = -1;
 	l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (l->wake_fd < 0)
 		r = errno;
@@ -337,6 +390,8 @@ void efi_lease_stop(struct efi_lease *l)
 	ctl_client_close(l->ctl); /* ends the lease */
 	for (unsigned i = 0; i < l->nwire; i++)
 		close(l->wire_fd[i]);
+	if (l->pt_fd >= 0)
+		close(l->pt_fd); /* a table the watcher did not hand over */
 	close(l->wake_fd);
 	pthread_mutex_destroy(&l->lock);
 	free(l);

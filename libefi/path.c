@@ -46,7 +46,9 @@ bool efi_path_on_answer(struct efi_path *p, const struct efi_cc_params *cp, uint
 	p->last_ack_ns = p->quiet_since_ns = now;
 	p->loss_unanswered = false;
 	(void)cp;
-	if (p->state != EFI_PATH_SUSPECT)
+	/* While its uplink is down, answers are to what left before (or
+	 * went round by another uplink): the table says when it is back. */
+	if (p->state != EFI_PATH_SUSPECT || p->local_down)
 		return false;
 	/* Re-admitted with the window it had: silence is not congestion
 	 * (a stalled peer answers for every path at once, and the only path
@@ -69,9 +71,27 @@ bool efi_path_check(struct efi_path *p, const struct efi_cc_params *cp, uint64_t
 	return true;
 }
 
+bool efi_path_on_local_down(struct efi_path *p, uint64_t now)
+{
+	p->local_down = true;
+	if (p->state != EFI_PATH_ACTIVE)
+		return false;
+	p->state = EFI_PATH_SUSPECT;
+	p->suspected++;
+	p->next_probe_ns = now;
+	return true;
+}
+
+void efi_path_on_local_up(struct efi_path *p, uint64_t now)
+{
+	p->local_down = false;
+	if (p->state == EFI_PATH_SUSPECT)
+		p->next_probe_ns = now;
+}
+
 bool efi_path_probe_due(const struct efi_path *p, uint64_t now)
 {
-	return p->state == EFI_PATH_SUSPECT && now >= p->next_probe_ns;
+	return p->state == EFI_PATH_SUSPECT && !p->local_down && now >= p->next_probe_ns;
 }
 
 void efi_path_on_probe(struct efi_path *p, const struct efi_cc_params *cp, uint64_t now)

@@ -40,6 +40,8 @@ struct efi_path {
 	uint64_t next_probe_ns;		/* SUSPECT: when to probe it next */
 	uint64_t rack_xmit_ns;		/* send time of the newest packet delivered on it (RACK) */
 	uint64_t next_send_ns;		/* pacing, when cwnd < 1 */
+	bool local_down;		/* its lane's uplink is down (efid's path table): suspected,
+					 * not probed, not re-admitted until it is up */
 	bool loss_unanswered;		/* packets of it were declared lost and it has not
 					 * answered since: its silence clock keeps running */
 	double cwnd_before_rto;		/* the window a timeout cut, given back if it was spurious */
@@ -73,6 +75,15 @@ bool efi_path_on_answer(struct efi_path *p, const struct efi_cc_params *cp, uint
 /* Checks the path's health.  Returns true when it becomes suspected now
  * (the caller then moves its in-flight packets to other paths). */
 bool efi_path_check(struct efi_path *p, const struct efi_cc_params *cp, uint64_t now);
+
+/* The path table says the path's local uplink went down: suspected at
+ * once.  Returns true when it was active (the caller then moves its
+ * in-flight packets to other paths). */
+bool efi_path_on_local_down(struct efi_path *p, uint64_t now);
+
+/* … and up again: a suspected path is probed at once (its answer
+ * re-admits it). */
+void efi_path_on_local_up(struct efi_path *p, uint64_t now);
 
 /* A suspected path due for a probe (the caller sends one packet on it and
  * calls efi_path_on_probe). */

@@ -207,6 +207,7 @@ static void qp_reset(struct efi_qp_int *qp)
 	memset(qp->txrec, 0, EFI_TXREC_SLOTS * sizeof(*qp->txrec));
 	efi_reorder_clear(&qp->reorder);
 	efi_retx_init(qp, efi_now_ns());
+	efi_pt_qp_reset(qp->ctx, qp);
 	memset(qp->acache, 0, sizeof(qp->acache));
 	memset(&qp->attr, 0, sizeof(qp->attr));
 	qp->attr.cap = cap;
@@ -402,6 +403,7 @@ int efi_modify_qp(struct efi_qp *pub, struct efi_qp_attr *a, int mask)
 		qp->attr.sq_psn = a->sq_psn;
 		qp->snd_una = qp->snd_nxt = qp->snd_max = a->sq_psn;
 		efi_retx_init(qp, efi_now_ns());
+		efi_pt_qp_reset(qp->ctx, qp);
 	}
 	if (next == EFI_QPS_RTR && cur == EFI_QPS_INIT) {
 		const union efi_gid *dgid = &qp->attr.ah_attr.grh.dgid;

@@ -501,3 +501,15 @@ uint32_t efi_retx_ackreq_every(const struct efi_qp_int *qp)
 		return 1;
 	return half < EFI_ACKREQ_EVERY ? (uint32_t)half : EFI_ACKREQ_EVERY;
 }
+
+void efi_retx_path_down(struct efi_qp_int *qp, unsigned path)
+{
+	uint32_t psn = qp->snd_una;
+
+	for (unsigned n = 0; n < EFI_TXREC_SLOTS && efi_psn_before(psn, qp->snd_nxt); n++) {
+		struct efi_txrec *r = rec_of(qp, psn);
+		if (r && r->state == EFI_TX_INFLIGHT && path_of(qp, r->path) == path)
+			mark_lost(qp, r);
+		psn = efi_psn_add(psn, 1);
+	}
+}

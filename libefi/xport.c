@@ -107,6 +107,8 @@ void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 
 		if (st == EFI_QPS_RESET || st == EFI_QPS_INIT)
 			return;
+		/* efid's word on the local uplinks, before paths are chosen */
+		efi_pt_check(ctx, qp, now);
 		/* Held requests waiting for room in the response queue. */
 		if (qp->reorder.count)
 			efi_resp_drain(qp);
@@ -124,7 +126,12 @@ void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 				continue;
 			ctx->txpkts[n].buf = buf;
 			ctx->txpkts[n].len = (uint32_t)len;
-			address_pkt(ctx, qp, &ctx->txpkts[n], path < EFI_MAX_PATHS ? path : 0);
+			/* an ACK on a lane whose uplink is down would be lost:
+			 * another lane carries it (path_table.h) */
+			address_pkt(ctx, qp, &ctx->txpkts[n],
+				    path < EFI_MAX_PATHS && path < ctx->p.nlanes
+					    ? efi_pt_response_lane(&ctx->pt, path, ctx->p.nlanes)
+					    : (path < EFI_MAX_PATHS ? path : 0));
 			n++;
 		}
 		nresp = n;

@@ -9,7 +9,7 @@
 #
 # As a command (root):
 #     testbed.sh [--name NAME] up [--hosts N] [--instances K] [--paths P]
-#                                 [--offloads on|off] [--build DIR]
+#                                 [--offloads on|off] [--uplinks on|off] [--build DIR]
 #     testbed.sh [--name NAME] down | show
 #     testbed.sh [--name NAME] loss PORT P [tx|rx|both]
 #     testbed.sh [--name NAME] dup PORT P [tx|rx|both]
@@ -34,7 +34,11 @@
 #       route 10.1.0.0/16 via 10.1.h.1
 #   host ns PFXh<h>: efid; bridge br0 10.1.h.1/24 (the instances' uplink);
 #       up<p> 10.(2+p).h.2/24; route 10.1.0.0/16 over every up<p>, ECMP hashed
-#       on the L4 header (fib_multipath_hash_policy=1)
+#       on the L4 header (fib_multipath_hash_policy=1).  With uplinks on
+#       (TB_UPLINKS=on, the default; --uplinks off or TB_UPLINKS=off for
+#       none) efid.conf says [Transport] Uplinks=up0 … (at most Lanes of
+#       them): efid pins lane L to up<L mod P> by policy routing and
+#       publishes their state in the path table (docs/path-table.md)
 #   fabric ns PFXf: h<h>p<p> 10.(2+p).h.1/24; route 10.1.h.0/24 over every
 #       h<h>p<p> that is up, ECMP hashed the same way
 # So kernel TCP between two instances and EFI's UDP take the same paths, and
@@ -55,6 +59,8 @@ TB_SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${TB_STATE_DIR:=/run/efi-testbed}"
 # tbf's bucket: big enough for the hrtimer's granularity at Gb/s rates
 : "${TB_TBF_BURST:=32kb}"
+# on: each host's efid pins lanes to its uplinks ([Transport] Uplinks=)
+: "${TB_UPLINKS:=on}"
 
 TB_NAME=""
 TB_STATE=""     # the state file: everything this testbed created, a line each
@@ -194,6 +200,19 @@ _tb_routes() {
 	fi
 }
 
+# _tb_uplinks_conf PATHS: sets TB_UPLINKS_WORD, efid_config's Uplinks=
+# word (empty with TB_UPLINKS=off): the first min(PATHS, 4) uplinks, as
+# efid's default 4 lanes can be pinned to at most 4
+_tb_uplinks_conf() {
+	local p names=""
+	TB_UPLINKS_WORD=""
+	[ "$TB_UPLINKS" = on ] || return 0
+	for ((p = 0; p < $1 && p < 4; p++)); do
+		names+="${names:+ }up$p"
+	done
+	TB_UPLINKS_WORD="Transport.Uplinks=$names"
+}
+
 # tb_up HOSTS INSTANCES PATHS OFFLOADS(on|off)
 tb_up() {
 	local hosts=$1 insts=$2 paths=$3 offl=$4 h i p f hn in dev nh letter
@@ -204,6 +223,7 @@ tb_up() {
 	[[ $paths =~ ^[0-9]+$ ]] && [ "$paths" -ge 1 ] && [ "$paths" -le 8 ] ||
 		fail "paths: 1..8, not '$paths'"
 	case $offl in on | off) ;; *) fail "offloads: on or off, not '$offl'" ;; esac
+	case $TB_UPLINKS in on | off) ;; *) fail "uplinks: on or off, not '$TB_UPLINKS'" ;; esac
 	TB_PATHS=$paths
 	_tb_add name "$TB_NAME" "$TB_PFX" "$$"
 	_tb_add shape "$hosts" "$insts" "$paths" "$offl"
@@ -242,7 +262,8 @@ tb_up() {
 		_tb_routes "$h"
 
 		# its efid, running inside the host's namespace
-		efid_config "tb$h" Daemon.LogLevel=info
+		_tb_uplinks_conf "$paths"
+		efid_config "tb$h" Daemon.LogLevel=info ${TB_UPLINKS_WORD:+"$TB_UPLINKS_WORD"}
 		EFI_IT_WRAP="nsenter --net=/run/netns/$hn" efid_launch "tb$h"
 		_tb_add efid "$h" "${EFID_PID[tb$h]}" "${EFID_DIR[tb$h]}" "${EFID_SOCK[tb$h]}" "$hn"
 		for ((i = 1; i <= insts; i++)); do
@@ -613,6 +634,7 @@ tb_main() {
 			--instances) insts=${2:-} ;;
 			--paths) paths=${2:-} ;;
 			--offloads) offl=${2:-} ;;
+			--uplinks) TB_UPLINKS=${2:-} ;;
 			--build)
 				top_builddir=$(cd "${2:-}" && pwd) || exit 2
 				EFID=$top_builddir/efid/efid EFICTL=$top_builddir/efictl/efictl ;;

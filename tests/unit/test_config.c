@@ -172,6 +172,31 @@ START_TEST(lanes)
 }
 END_TEST
 
+/* Uplinks: interface names, each once, no more than lanes; empty is off. */
+START_TEST(uplinks)
+{
+	struct efid_config c;
+	char err[256];
+	const char *text = "[Transport]\nUplinks= up0\tup1  \n";
+	efid_config_defaults(&c);
+	ck_assert_uint_eq(c.nuplinks, 0);
+	ck_assert_int_eq(efid_config_parse(&c, "efid.conf", text, strlen(text), err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.nuplinks, 2);
+	ck_assert_str_eq(c.uplinks[0], "up0");
+	ck_assert_str_eq(c.uplinks[1], "up1");
+	text = "[Transport]\nUplinks=up0\nUplinks=\n";
+	efid_config_defaults(&c);
+	ck_assert_int_eq(efid_config_parse(&c, "efid.conf", text, strlen(text), err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.nuplinks, 0);
+	expect_bad("[Transport]\nUplinks=up0 up0\n", "named twice");
+	expect_bad("[Transport]\nUplinks=up/0\n", "not a valid interface name");
+	expect_bad("[Transport]\nUplinks=a234567890123456\n", "not a valid interface name");
+	expect_bad("[Transport]\nUplinks=a b c d e f g h i\n", "at most 8");
+	expect_bad("[Transport]\nLanes=2\nUplinks=a b c\n", "raise Lanes or name fewer uplinks");
+	expect_bad("[Transport]\nUplinks=a b c d e\n", "but Lanes=4");
+}
+END_TEST
+
 /* [CongestionControl] becomes libefi's spec; bad values, unknown keys and
  * contradicting values are refused with the key's name and change nothing. */
 START_TEST(congestion_control)
@@ -268,6 +293,7 @@ static Suite *config_suite(void)
 	Suite *s = suite_create("efid_config");
 	TCase *tc = tcase_create("config");
 	tcase_add_test(tc, defaults);
+	tcase_add_test(tc, uplinks);
 	tcase_add_test(tc, every_key);
 	tcase_add_test(tc, empty_text);
 	tcase_add_test(tc, hostile);
