@@ -224,12 +224,15 @@ failover() {
 }
 
 declare -A FO=()
+# The flows outlast the failure: finding the busiest port (bpftool reads of
+# every port's counters) takes a few seconds after the 1.5 s settle.
+FO_SECONDS=$((DURATION + 8))
 for ((i = 1; i <= FAILOVER_RUNS; i++)); do
 	log "failover: run $i of $FAILOVER_RUNS"
-	read -r at before <<<"$(failover bulk 18801 --qps 1 --size 65536 --window 16 --seconds $((DURATION + 2)) --warmup 1 --timeout 20)"
+	read -r at before <<<"$(failover bulk 18801 --qps 1 --size 65536 --window 16 --seconds $FO_SECONDS --warmup 1 --timeout 20)"
 	FO[bulk_at]+="$at"$'\n'
 	FO[bulk_before]+="$before"$'\n'
-	read -r at before <<<"$(failover pingpong 18802 --size 8 --seconds $((DURATION + 2)) --timeout 20)"
+	read -r at before <<<"$(failover pingpong 18802 --size 8 --seconds $FO_SECONDS --timeout 20)"
 	FO[pp_at]+="$at"$'\n'
 	FO[pp_before]+="$before"$'\n'
 done

@@ -232,7 +232,9 @@ pid_running() {
 	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null)
 	[ "${st%% *}" != Z ] && [ "${st%% *}" != X ] || return 1
 	st=${st#* }
-	[ "${st%% *}" = "$$" ]
+	# a child of this shell, or of the subshell running this (a function
+	# called inside $(...) starts its jobs from $BASHPID, not $$)
+	[ "${st%% *}" = "$$" ] || [ "${st%% *}" = "$BASHPID" ]
 }
 
 # Sends a signal to a child of this shell, waits up to 10 s (then SIGKILL) and
