@@ -46,13 +46,17 @@ build_pkgs=(
 #  strace             the data-path test that counts the posting thread's syscalls
 #  ibverbs-utils perftest   unmodified verbs programs run over libefi-verbs
 #  clang libbpf-dev   the testbed's tc loss program (BPF, bpf_helpers.h)
+#  bpftool            the testbed loads the dropper and sets its loss rate
+#                     (a package of its own on Debian 12, not in libbpf-dev)
+#  binutils           objdump: the verbs symbol-version test
+#  passwd             useradd: the non-root tests make a throwaway user
 #  iperf3 sockperf    kernel TCP baselines in the testbed benchmarks
 #  libfabric-bin openmpi-bin libopenmpi-dev   fi_info/fi_pingpong and Open MPI
 #                     runs over the efi libfabric provider
 test_pkgs=(
 	jq sqlite3 systemd clang libclang-rt-14-dev
 	util-linux procps psmisc coreutils kmod shellcheck
-	strace ibverbs-utils perftest libbpf-dev iperf3 sockperf
+	strace ibverbs-utils perftest libbpf-dev bpftool binutils passwd iperf3 sockperf
 	libfabric-bin openmpi-bin libopenmpi-dev
 )
 
