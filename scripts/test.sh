@@ -17,7 +17,10 @@
 # totals of every test-suite.log (XFAIL counts as passed, XPASS and ERROR as
 # failed), plus one test per fuzz target and one for distcheck.  The exit
 # status is 0 only when nothing failed.  On failure the failing tests' logs
-# are printed.
+# are printed.  Every skipped test is listed with its reason; under CI=true a
+# skip counts as a failure unless the test is in tests/skip-allowed.txt (one
+# line each: the test's name, a colon, why it may skip) — a skip in CI proves
+# nothing, and usually means install-deps.sh misses a package.
 #
 # Knobs for local use (ignored when CI=true, where every stage runs):
 #   EFI_TEST_STAGES="werror sanitize"   run only these stages
@@ -44,6 +47,8 @@ passed=0
 failed=0
 skipped=0
 failures=()
+skips=()
+ALLOWED_SKIPS=$SRC/tests/skip-allowed.txt
 START=$(date +%s)
 
 say() { printf '\n\033[1m==> [%ds] %s\033[0m\n' "$(($(date +%s) - START))" "$*"; }
@@ -91,6 +96,7 @@ count_suite() {
 	failed=$((failed + f))
 	skipped=$((skipped + s))
 	echo "$stage: $p passed, $f failed, $s skipped"
+	[ "$s" -gt 0 ] && count_skips "$stage" "$dir"
 	if [ "$f" -gt 0 ]; then
 		failures+=("$stage: $f test(s), see $dir/test-suite.log and the tests' .log files")
 		if [ -f "$log" ]; then
@@ -104,6 +110,30 @@ count_suite() {
 				done
 		fi
 	fi
+}
+
+# skip_allowed TEST: the allow-list's reason for TEST, empty if it has none.
+skip_allowed() {
+	[ -f "$ALLOWED_SKIPS" ] || return 0
+	awk -v t="$1" '/^[[:space:]]*(#|$)/ { next }
+		{ i = index($0, ":"); if (i && substr($0, 1, i - 1) == t) { print substr($0, i + 1); exit } }' "$ALLOWED_SKIPS"
+}
+
+# count_skips STAGE DIR: lists each skipped test of DIR with the reason its
+# log gives; under CI=true one that is not allow-listed is a failure.
+count_skips() {
+	local stage=$1 dir=$2 trs t why allowed
+	while read -r trs; do
+		t=${trs#"$dir"/}
+		t=${t%.trs}
+		why=$(grep -m1 -o 'SKIP: .*' "${trs%.trs}.log" 2>/dev/null | cut -c7-)
+		allowed=$(skip_allowed "$t")
+		skips+=("$stage: $t: ${why:-no reason given}${allowed:+ (allowed:$allowed)}")
+		if [ "${CI:-}" = true ] && [ -z "$allowed" ]; then
+			failed=$((failed + 1))
+			failures+=("$stage: $t skipped in CI (${why:-no reason given}); install what it needs in scripts/install-deps.sh, or allow-list it with a reason in tests/skip-allowed.txt")
+		fi
+	done < <(grep -l '^:test-result: SKIP' -r --include='*.trs' "$dir" 2>/dev/null | sort)
 }
 
 # configure_in DIR ARGS...: a fresh configure of the source tree in DIR.
@@ -250,6 +280,10 @@ for stage in $STAGES; do
 done
 
 say "Done"
+if [ "${#skips[@]}" -gt 0 ]; then
+	echo "Skipped:"
+	printf '  %s\n' "${skips[@]}"
+fi
 if [ "${#failures[@]}" -gt 0 ]; then
 	echo "Failures:"
 	printf '  %s\n' "${failures[@]}"

@@ -13,6 +13,11 @@
 # Servers run in instance a of host 1, clients (the requesters) in instance
 # a of host 2, so data goes host 2 -> fabric -> host 1.
 #
+# EFI_TEST_LOAD=1: the test runs with one CPU-burning process pinned to each
+# core beside it for its whole length, as on a shared cloud host (a test
+# that only passes on an idle machine is a bug).  t-lossy-*-load.sh are the
+# suite's tests run that way in make check.
+#
 # LOSSY_PROFILE: "sanitize" when lossy-test is built with AddressSanitizer,
 # or when EFI_TEST_PROFILE says so; "normal" otherwise.  Tests size their
 # work by it (scripts/test.sh runs the suite in both builds).
@@ -34,6 +39,21 @@ lossy_init() {
 	*) fail "EFI_TEST_PROFILE '$LOSSY_PROFILE': normal or sanitize" ;;
 	esac
 	log "profile $LOSSY_PROFILE"
+	[ "${EFI_TEST_LOAD:-0}" = 1 ] && lossy_load
+	return 0
+}
+
+# lossy_load: one busy loop pinned to each core until the test ends (the
+# cleanup kills TRACK_BGPIDS).  Same priority as the test's processes: the
+# point is that they get descheduled.
+lossy_load() {
+	local n i
+	n=$(nproc)
+	for ((i = 0; i < n; i++)); do
+		taskset -c "$i" bash -c 'while :; do :; done' &
+		TRACK_BGPIDS+=("$!")
+	done
+	log "load: $n CPU-burning processes, one pinned to each core (EFI_TEST_LOAD=1)"
 }
 
 # lossy_pair NAME MODE PORT [options]: lossy-test server MODE in host 1,
