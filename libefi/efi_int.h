@@ -84,6 +84,18 @@ static inline uint32_t efi_lane_port(uint32_t port_base, unsigned lane, uint32_t
 /* Timeouts without progress while the peer keeps answering, before the QP
  * gives up anyway (RETRY_EXC_ERR). */
 #define EFI_MAX_STALLS		1000u
+/* The least silence that fails a QP, whatever its timeout × (retry_cnt + 1).
+ * On hardware the responder is a NIC; here it is the peer's process, which a
+ * loaded host deschedules for hundreds of milliseconds (805 ms seen on these
+ * 2-core machines): verbs programs' usual timeout 14 × retry 7 (0.54 s) would
+ * turn that into RETRY_EXC_ERR.  A peer that really died is reported by the
+ * connection manager within milliseconds (its lease), not by this clock. */
+#define EFI_MIN_DEAD_NS		(2000ull * 1000 * 1000)
+/* A gap this long between two runs of a busy QP's timers is this process not
+ * running (descheduled, stopped): nobody listened, so it is not the peer's
+ * silence.  The transport runs far more often than this while work is
+ * outstanding: the progress thread's longest nap is 50 ms (progress.c). */
+#define EFI_LOCAL_STALL_NS	(100ull * 1000 * 1000)
 
 /* Transport tracing for debugging, compiled in only with -DEFI_TRACE_ON
  * (events: timeouts, suspicions, NAKs) or -DEFI_TRACE_ON=2 (every packet
@@ -383,6 +395,7 @@ struct efi_qp_int {
 	unsigned tlp_sent;		/* tail-loss probes since the last answer */
 	uint64_t last_answer_ns;	/* last response of any kind from the peer */
 	uint64_t silent_since_ns;	/* dead-peer clock: last answer or start of work */
+	uint64_t timers_ns;		/* when the timers last ran with work outstanding, 0: idle */
 	uint64_t last_tx_ns;		/* when the last request packets left (the tail-loss
 					 * probe's clock starts there, not at the first) */
 	uint64_t rack_deadline_ns;	/* 0, or when a reordering candidate expires */
@@ -432,6 +445,12 @@ void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp);
 void efi_req_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt);
 void efi_resp_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt);
 void efi_req_timers(struct efi_qp_int *qp, uint64_t now);
+/* The dead-peer rule of efi_req_timers, apart for tests (ctx->lock held):
+ * moves the silence clocks past a gap in which this process did not run; how
+ * long the peer may be silent (0: for ever); whether it has been. */
+void efi_req_skip_local_stall(struct efi_qp_int *qp, uint64_t now);
+uint64_t efi_req_dead_after_ns(const struct efi_qp_int *qp);
+bool efi_req_peer_dead(const struct efi_qp_int *qp, uint64_t now);
 /* Builds the next request packet at buf; returns its length (0: nothing to
  * send) and the PSN after it in *next. */
 size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, uint8_t *buf, uint32_t *next, uint64_t now);

@@ -342,11 +342,47 @@ void efi_req_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 	efi_retx_after_response(qp, pkt, now);
 }
 
+/* If this process did not run for EFI_LOCAL_STALL_NS while work was
+ * outstanding, the clocks that judge the peer move on by that gap: what the
+ * peer sent meanwhile sits unread in our socket, and a QP that failed as soon
+ * as its process was scheduled again would blame the peer for our own
+ * absence.  (What arrived is read before the timers run, efi_xport_run.) */
+void efi_req_skip_local_stall(struct efi_qp_int *qp, uint64_t now)
+{
+	bool busy = qp->snd_una != qp->snd_max || qp->rnr_wait;
+	uint64_t gap = qp->timers_ns && now > qp->timers_ns ? now - qp->timers_ns : 0;
+
+	if (gap > EFI_LOCAL_STALL_NS) {
+		EFI_TRACE("qp %x: this process did not run for %llu ms\n", qp->pub.qp_num,
+			  (unsigned long long)(gap / 1000000));
+		qp->silent_since_ns = qp->silent_since_ns + gap < now ? qp->silent_since_ns + gap : now;
+		qp->timer_start_ns = qp->timer_start_ns + gap < now ? qp->timer_start_ns + gap : now;
+	}
+	qp->timers_ns = busy ? now : 0;
+}
+
+uint64_t efi_req_dead_after_ns(const struct efi_qp_int *qp)
+{
+	uint64_t t = qp->rto_ns * ((uint64_t)qp->attr.retry_cnt + 1);
+
+	if (!qp->rto_ns)
+		return 0;
+	return t > EFI_MIN_DEAD_NS ? t : EFI_MIN_DEAD_NS;
+}
+
+bool efi_req_peer_dead(const struct efi_qp_int *qp, uint64_t now)
+{
+	uint64_t after = efi_req_dead_after_ns(qp);
+
+	return after && now > qp->silent_since_ns && now - qp->silent_since_ns >= after;
+}
+
 /* Retransmission and RNR timers. */
 void efi_req_timers(struct efi_qp_int *qp, uint64_t now)
 {
 	if (qp->attr.qp_state != EFI_QPS_RTS && qp->attr.qp_state != EFI_QPS_SQD)
 		return;
+	efi_req_skip_local_stall(qp, now);
 	if (qp->rnr_wait) {
 		if (now >= qp->rnr_until_ns) {
 			qp->rnr_wait = false;
@@ -361,8 +397,10 @@ void efi_req_timers(struct efi_qp_int *qp, uint64_t now)
 	EFI_TRACE("timeout qp %x at %llu us: una %x nxt %x max %x pipe %u backoff %u\n", qp->pub.qp_num,
 		  (unsigned long long)(now / 1000), qp->snd_una,
 		  qp->snd_nxt, qp->snd_max, qp->pipe, qp->backoff);
-	/* Only silence fails the QP: no answer at all for timeout × (retry_cnt
-	 * + 1), the time verbs' go-back-N would have retried for.  While the
+	/* Only silence fails the QP: no answer at all, on any path, for
+	 * timeout × (retry_cnt + 1) (the time verbs' go-back-N would have
+	 * retried for, at least EFI_MIN_DEAD_NS), counted only while this
+	 * process ran (efi_req_skip_local_stall).  While the
 	 * peer keeps answering (responses that do not advance snd_una, e.g.
 	 * behind a lost packet), it is alive and the loss is repaired by
 	 * going back, however long a backlog takes to drain. */
@@ -371,7 +409,7 @@ void efi_req_timers(struct efi_qp_int *qp, uint64_t now)
 			fail_head(qp, EFI_WC_RETRY_EXC_ERR);
 			return;
 		}
-	} else if (qp->rto_ns && now - qp->silent_since_ns >= qp->rto_ns * ((uint64_t)qp->attr.retry_cnt + 1)) {
+	} else if (efi_req_peer_dead(qp, now)) {
 		fail_head(qp, EFI_WC_RETRY_EXC_ERR);
 		return;
 	}

@@ -11,7 +11,11 @@
  *    not loss), only the hole is retransmitted, a tail loss is probed
  *    after two RTTs of silence counted from the last transmission, a
  *    ping-pong's dead path is suspected, an ACK overtaken by a later one
- *    is no drop, and going back skips nothing it should not.
+ *    is no drop, and going back skips nothing it should not;
+ *  - the dead-peer rule (libefi/requester.c): silence on every path for
+ *    max(timeout × (retry_cnt + 1), EFI_MIN_DEAD_NS) fails a QP, counted
+ *    only while this process runs — a flapping path, a stalled peer or our
+ *    own process descheduled never do.
  */
 #include "config.h"
 
@@ -177,10 +181,10 @@ static void send_one(struct efi_qp_int *qp, uint32_t psn, uint64_t t)
 		qp->snd_max = qp->snd_nxt;
 }
 
-/* An ACK for everything before una, SACKing the PSNs in sacked[], echoing
- * the send time echo on path 0, arriving at now. */
-static void ack(struct efi_qp_int *qp, uint32_t una, const uint32_t *sacked, unsigned n, uint64_t echo,
-		uint64_t now)
+/* A response on path: everything before una acknowledged, the PSNs in
+ * sacked[] SACKed, echoing the send time echo, arriving at now. */
+static void answer_sack_on(struct efi_qp_int *qp, unsigned path, uint32_t una, const uint32_t *sacked, unsigned n,
+			   uint64_t echo, uint64_t now)
 {
 	struct efi_pkt p;
 	uint32_t old = qp->snd_una;
@@ -188,6 +192,7 @@ static void ack(struct efi_qp_int *qp, uint32_t una, const uint32_t *sacked, uns
 	memset(&p, 0, sizeof(p));
 	p.opcode = EFI_OP_ACK;
 	p.hdrs = EFI_HDR_AETH;
+	p.path = (uint8_t)path;
 	p.psn = efi_psn_add(una, EFI_PSN_MASK);
 	p.ts_echo = echo;
 	if (n) {
@@ -205,6 +210,13 @@ static void ack(struct efi_qp_int *qp, uint32_t una, const uint32_t *sacked, uns
 		efi_retx_acked(qp, old, una);
 	efi_retx_sack(qp, &p);
 	efi_retx_after_response(qp, &p, now);
+}
+
+/* The same on path 0. */
+static void ack(struct efi_qp_int *qp, uint32_t una, const uint32_t *sacked, unsigned n, uint64_t echo,
+		uint64_t now)
+{
+	answer_sack_on(qp, 0, una, sacked, n, echo, now);
 }
 
 static uint8_t state(struct efi_qp_int *qp, uint32_t psn)
@@ -551,6 +563,150 @@ START_TEST(missing_response_resends_only_its_request)
 }
 END_TEST
 
+
+/* ---- the dead-peer rule ---- */
+
+/* An answer (an ACK of everything sent) arriving on path at now. */
+static void answer_on(struct efi_qp_int *qp, unsigned path, uint64_t echo, uint64_t now)
+{
+	answer_sack_on(qp, path, qp->snd_nxt, NULL, 0, echo, now);
+}
+
+/* The transport's timer runs every step ns from *t for span ns, as the
+ * progress thread does while work is outstanding: true if the QP would fail
+ * at one of them (*t advances to the end). */
+static bool run_timers(struct efi_qp_int *qp, uint64_t *t, uint64_t span, uint64_t step)
+{
+	for (uint64_t end = *t + span; *t < end; *t += step) {
+		efi_req_skip_local_stall(qp, *t);
+		if (efi_req_peer_dead(qp, *t))
+			return true;
+	}
+	return false;
+}
+
+/* Two paths, timeout 14 (67 ms) and retry_cnt 7, as perftest and efi-perf
+ * set them: 0.54 s of silence was what verbs would allow. */
+static struct bare *bare_verbs_qp(uint64_t t)
+{
+	struct bare *b = bare_new_paths(t, 2);
+
+	b->qp.attr.qp_state = EFI_QPS_RTS;
+	b->qp.rto_ns = 4096ull << 14;
+	b->qp.attr.retry_cnt = 7;
+	b->qp.silent_since_ns = t;
+	return b;
+}
+
+/* The sequence t-lossy-flap failed on under load: path 0 flaps, the last
+ * packets before a pause went out on it while it was down, and the process
+ * is descheduled for 800 ms.  When it runs again there has been no answer
+ * for longer than timeout × (retry_cnt + 1) — but nobody was listening.  The
+ * QP must resend on path 1 and live; only silence while it listens counts. */
+START_TEST(stall_during_flap_is_not_a_dead_peer)
+{
+	uint64_t t = 1000000 * US;
+	struct bare *b = bare_verbs_qp(t);
+	struct efi_qp_int *qp = &b->qp;
+
+	for (int round = 0; round < 50; round++) {
+		bool down = (round / 5) % 2;	/* path 0: 5 rounds up, 5 down */
+		uint32_t first = qp->snd_nxt, lost, sacked[4];
+
+		send_on(qp, 0, 4, t);
+		send_on(qp, 1, 4, t + 10);
+		ck_assert(!run_timers(qp, &t, 1000 * US, 1000 * US));
+		if (down) {
+			/* path 1's four arrive, path 0's do not: the SACK (on
+			 * path 1) shows the holes, RACK declares them lost and
+			 * they go again on path 1 */
+			for (uint32_t i = 0; i < 4; i++)
+				sacked[i] = efi_psn_add(first, 4 + i);
+			answer_sack_on(qp, 1, first, sacked, 4, t - 1000 * US + 10, t);
+			ck_assert(!run_timers(qp, &t, 1000 * US, 1000 * US));
+			efi_retx_timers(qp, t);
+			qp->cur_path = 1;
+			while (efi_retx_next_lost(qp, &lost))
+				send_one(qp, lost, t);
+			ck_assert(!run_timers(qp, &t, 1000 * US, 1000 * US));
+		}
+		answer_on(qp, 1, t - 1000 * US, t);
+		ck_assert_uint_eq(qp->pipe, 0);
+	}
+	/* The last packets leave on path 0 while it is down ... */
+	send_on(qp, 0, 4, t);
+	ck_assert(!run_timers(qp, &t, 5000 * US, 1000 * US));
+	/* ... and the process does not run for 800 ms. */
+	t += 800000 * US;
+	efi_req_skip_local_stall(qp, t);
+	ck_assert_msg(!efi_req_peer_dead(qp, t), "the QP failed for its own process's absence");
+	/* It listens again, resends on path 1, is answered. */
+	ck_assert(!run_timers(qp, &t, 20000 * US, 1000 * US));
+	answer_on(qp, 1, t - 100 * US, t);
+	ck_assert(!run_timers(qp, &t, 10000 * US, 1000 * US));
+	bare_free(b);
+}
+END_TEST
+
+/* The peer's process is descheduled for a second (every path quiet at once,
+ * our timers running): a QP with verbs' usual timeout × retry survives it. */
+START_TEST(peer_stall_of_a_second_survived)
+{
+	uint64_t t = 1000000 * US;
+	struct bare *b = bare_verbs_qp(t);
+	struct efi_qp_int *qp = &b->qp;
+
+	send_on(qp, 0, 8, t);
+	send_on(qp, 1, 8, t);
+	answer_on(qp, 0, t, t + 50 * US);
+	send_on(qp, 0, 8, t);
+	send_on(qp, 1, 8, t);
+	ck_assert_msg(!run_timers(qp, &t, 1200000 * US, 1000 * US), "a 1.2 s peer stall failed the QP");
+	answer_on(qp, 1, t - 1000 * US, t);
+	ck_assert(!run_timers(qp, &t, 100000 * US, 1000 * US));
+	bare_free(b);
+}
+END_TEST
+
+/* A dead network still fails the QP, after max(timeout × (retry_cnt + 1),
+ * EFI_MIN_DEAD_NS) of silence heard by a running process — also when the
+ * process naps up to just under the stall threshold between runs, and when
+ * it was descheduled once in the middle (that gap does not count). */
+START_TEST(dead_network_still_fails)
+{
+	uint64_t t0 = 1000000 * US, t = t0;
+	struct bare *b = bare_verbs_qp(t);
+	struct efi_qp_int *qp = &b->qp;
+
+	ck_assert_uint_eq(efi_req_dead_after_ns(qp), EFI_MIN_DEAD_NS);
+	send_on(qp, 0, 8, t);
+	send_on(qp, 1, 8, t);
+	ck_assert(!run_timers(qp, &t, EFI_MIN_DEAD_NS - 1000 * US, 1000 * US));
+	ck_assert(run_timers(qp, &t, 2000 * US, 1000 * US));
+	ck_assert_uint_le(t - t0, EFI_MIN_DEAD_NS + 1000 * US);
+	/* naps of 90 ms: every one of them counts */
+	qp->silent_since_ns = t0 = t;
+	qp->timers_ns = 0;
+	ck_assert(run_timers(qp, &t, EFI_MIN_DEAD_NS + 100000 * US, 90000 * US));
+	ck_assert_uint_le(t - t0, EFI_MIN_DEAD_NS + 90000 * US);
+	/* one 500 ms absence: failed 500 ms later than it would have been */
+	qp->silent_since_ns = t0 = t;
+	qp->timers_ns = 0;
+	ck_assert(!run_timers(qp, &t, 1000000 * US, 1000 * US));
+	t += 500000 * US;
+	ck_assert(!run_timers(qp, &t, EFI_MIN_DEAD_NS - 1000000 * US - 2000 * US, 1000 * US));
+	ck_assert(run_timers(qp, &t, 5000 * US, 1000 * US));
+	ck_assert_uint_ge(t - t0, EFI_MIN_DEAD_NS + 500000 * US - 2000 * US);
+	/* a longer verbs timeout is honoured: 4.3 s × 8 */
+	qp->rto_ns = 4096ull << 20;
+	ck_assert_uint_eq(efi_req_dead_after_ns(qp), (4096ull << 20) * 8);
+	qp->rto_ns = 0;	/* timeout 0: retry for ever */
+	ck_assert_uint_eq(efi_req_dead_after_ns(qp), 0);
+	ck_assert(!efi_req_peer_dead(qp, t + 3600000000000ull));
+	bare_free(b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sack");
@@ -568,6 +724,9 @@ int main(void)
 	tcase_add_test(t, tail_loss_probe);
 	tcase_add_test(t, tlp_clock_starts_at_last_send);
 	tcase_add_test(t, pingpong_dead_path_suspected);
+	tcase_add_test(t, stall_during_flap_is_not_a_dead_peer);
+	tcase_add_test(t, peer_stall_of_a_second_survived);
+	tcase_add_test(t, dead_network_still_fails);
 	tcase_add_test(t, overtaken_ack_is_not_a_drop);
 	tcase_add_test(t, rewind_keeps_sacked);
 	tcase_add_test(t, unsent_is_not_a_retransmission);
