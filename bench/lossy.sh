@@ -1,9 +1,9 @@
 #!/bin/bash
-# efi-perf against kernel TCP (cubic) on the lossy testbed (docs/testbed.md):
-# two hosts, each a namespace with its own efid and one instance, joined by
-# two ECMP paths.  In each scenario it measures, between the same two
-# instances and with the same CPU pinning:
-#   write_bw 64 KiB (efi-perf)   against  iperf3 -C cubic, 64 KiB writes
+# efi-perf against kernel TCP (cubic and bbr) on the lossy testbed
+# (docs/testbed.md): two hosts, each a namespace with its own efid and one
+# instance, joined by two ECMP paths.  In each scenario it measures, between
+# the same two instances and with the same CPU pinning:
+#   write_bw 64 KiB (efi-perf)   against  iperf3 -C cubic and -C bbr, 64 KiB writes
 #   send_lat 8 B (efi-perf)      against  sockperf ping-pong --tcp, 14 B
 #                                          (its smallest), default CC
 # and prints medians of RUNS short runs, EFI / TCP ratios, and the loss the
@@ -11,6 +11,11 @@
 # (both directions: each packet crosses one of them once); one path failed
 # (h1p0 down); a bottleneck (tbf BOTTLENECK_RATE, queue BOTTLENECK_QUEUE) on
 # the way into host 1, where the data goes.
+# Two tables: first the instances' offloads as the kernel sets them (TCP as
+# users run it: the headline), then the older per-packet setting
+# (gso_max_segs 1 on efi0, which slows TCP's sender down; labelled so).
+# Loss is per wire packet in both: the droppers sit where the routers have
+# segmented the packets (the testbed's counters show segments = packets).
 # Then failover: a path fails under a bulk transfer and under a ping-pong
 # (lossy-test, tests/lossy: the port of host 1 the flow uses goes down
 # mid-run); for each of FAILOVER_RUNS runs the longest pause between
@@ -20,10 +25,10 @@
 #
 #     sudo bench/lossy.sh [BUILD_DIR]          (default: .)
 #
-# Environment: RUNS (3), DURATION seconds per run (2), SERVER_CPU (0),
-# CLIENT_CPU (1), SCENARIOS (all: "clean loss0.1 loss1 loss5 pathdown
+# Environment: RUNS (3), DURATION seconds per run (2), SERVER_CPU (1),
+# CLIENT_CPU (0), SCENARIOS (all: "clean loss0.1 loss1 loss5 pathdown
 # bottleneck"), BOTTLENECK_RATE (200mbit), BOTTLENECK_QUEUE (50kb),
-# OFFLOADS (off: per-packet fair loss, shared/TESTBED.md).
+# TABLES ("on off": the offload settings, one table each), FAILOVER_RUNS (5).
 # Needs root, iperf3, sockperf, clang or a built tests/testbed/bpf/loss.o,
 # and tests/lossy/lossy-test (built here when missing).
 # Everything it creates is removed on exit.
@@ -44,13 +49,13 @@ command -v sockperf >/dev/null || skip "sockperf is not installed"
 command -v iperf3 >/dev/null || skip "iperf3 is not installed"
 [ -x "$EFI_PERF" ] || fail "efi-perf not built at $EFI_PERF"
 
-: "${RUNS:=3}" "${DURATION:=2}" "${SERVER_CPU:=0}" "${CLIENT_CPU:=1}"
+: "${RUNS:=3}" "${DURATION:=2}" "${SERVER_CPU:=1}" "${CLIENT_CPU:=0}"
 : "${SCENARIOS:=clean loss0.1 loss1 loss5 pathdown bottleneck}"
-: "${BOTTLENECK_RATE:=200mbit}" "${BOTTLENECK_QUEUE:=50kb}" "${OFFLOADS:=off}"
+: "${BOTTLENECK_RATE:=200mbit}" "${BOTTLENECK_QUEUE:=50kb}" "${TABLES:=on off}"
 : "${FAILOVER_RUNS:=5}"
 PORTS="h1p0 h1p1"
 
-tb_up 2 1 2 "$OFFLOADS"
+tb_up 2 1 2 on
 IP_A=$(tb_addr 1 a)
 # iperf3 sets cubic on its socket; sockperf cannot, and a namespace other
 # than the first may only default to an algorithm in
@@ -77,12 +82,13 @@ efi_perf() {
 	jq -r '.results[0] | "\(.bw_avg_gbps // "-") \(.t_typical_us // "-") \(.t_p99_us // "-")"' <<<"$out" 2>/dev/null
 }
 
+# iperf3_gbps CC: one run of iperf3 with that congestion control
 iperf3_gbps() {
-	local spid out
+	local spid out cc=$1
 	srv timeout $((DURATION + 30)) iperf3 -s -1 -B "$IP_A" >/dev/null 2>&1 &
 	spid=$!
 	wait_for 5000 "iperf3 server" listening 5201
-	out=$(cli timeout $((DURATION + 30)) iperf3 -c "$IP_A" -t "$DURATION" -l 64K -C cubic --json 2>/dev/null)
+	out=$(cli timeout $((DURATION + 30)) iperf3 -c "$IP_A" -t "$DURATION" -l 64K -C "$cc" --json 2>/dev/null)
 	wait "$spid" 2>/dev/null
 	jq -r '.end.sum_received.bits_per_second / 1e9 * 1000 | round / 1000' <<<"$out" 2>/dev/null
 }
@@ -145,7 +151,7 @@ effective_loss() {
 }
 
 # the table's rows (markdown)
-ROWFMT='| %-22s | %7s | %6s | %9s | %8s | %5s | %9s | %8s | %5s | %9s | %8s | %5s |\n'
+ROWFMT='| %-22s | %7s | %6s | %9s | %8s | %5s | %8s | %5s | %9s | %8s | %5s | %9s | %8s | %5s |\n'
 
 # num DECIMALS VALUE: VALUE rounded, or as it is when not a number
 num() { awk -v d="$1" -v v="$2" 'BEGIN {if (v ~ /^[0-9.]+$/) printf "%.*f", d, v; else printf "%s", v}'; }
@@ -166,46 +172,65 @@ ratio() {
 }
 
 declare -A ROW M
-for sc in $SCENARIOS; do
-	scenario_set "$sc"
-	for port in $PORTS; do
-		tb_stats_reset "$port" tx && tb_stats_reset "$port" rx
-	done
-	declare -A R=()
-	for ((i = 1; i <= RUNS; i++)); do
-		log "$(scenario_label "$sc"): run $i of $RUNS"
-		read -r bw _ _ <<<"$(efi_perf write_bw -s 65536 -D "$DURATION")"
-		R[bw_efi]+="${bw:-fail}"$'\n'
-		R[bw_tcp]+="$(iperf3_gbps)"$'\n'
-		read -r _ p50 p99 <<<"$(efi_perf send_lat -s 8 -D "$DURATION")"
-		R[p50_efi]+="${p50:-fail}"$'\n'
-		R[p99_efi]+="${p99:-fail}"$'\n'
-		read -r p50 p99 <<<"$(sockperf_lat)"
-		R[p50_tcp]+="${p50:-fail}"$'\n'
-		R[p99_tcp]+="${p99:-fail}"$'\n'
-	done
-	for k in bw_efi bw_tcp p50_efi p50_tcp p99_efi p99_tcp; do
-		M[$k]=$(printf '%s' "${R[$k]}" | median)
-	done
-	ROW[$sc]=$(printf "$ROWFMT" "$(scenario_label "$sc")" "$(effective_loss)" "$(tail_drops)" \
-		"$(num 3 "${M[bw_efi]}")" "$(num 3 "${M[bw_tcp]}")" "$(ratio "${M[bw_efi]}" "${M[bw_tcp]}")" \
-		"$(num 1 "${M[p50_efi]}")" "$(num 1 "${M[p50_tcp]}")" "$(ratio "${M[p50_efi]}" "${M[p50_tcp]}")" \
-		"$(num 1 "${M[p99_efi]}")" "$(num 1 "${M[p99_tcp]}")" "$(ratio "${M[p99_efi]}" "${M[p99_tcp]}")")
-	log "${ROW[$sc]}"
-	unset R
-	scenario_clear
-done
 
-printf '\nmedians of %s runs of %s s; server pinned to CPU %s, client to CPU %s; offloads %s;\n' \
-	"$RUNS" "$DURATION" "$SERVER_CPU" "$CLIENT_CPU" "$OFFLOADS"
-printf 'iperf3 with cubic, sockperf with the default congestion control (%s)\n' "$SOCKPERF_CC"
-printf "$ROWFMT" scenario "loss applied" "tbf drops" "write_bw EFI Gb/s" "TCP Gb/s" "ratio" \
-	"send_lat p50 EFI us" "TCP us" "ratio" "p99 EFI us" "TCP us" "ratio"
-printf '%s' "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
-printf '\n'
-for sc in $SCENARIOS; do
-	printf '%s\n' "${ROW[$sc]}"
+# table OFFLOADS: every scenario with the instances' offloads on or off;
+# prints the table
+table() {
+	local offl=$1 sc port i k bw p50 p99
+	tb_offloads "$offl" || fail "offloads $offl"
+	for sc in $SCENARIOS; do
+		scenario_set "$sc"
+		for port in $PORTS; do
+			tb_stats_reset "$port" tx && tb_stats_reset "$port" rx
+		done
+		declare -A R=()
+		for ((i = 1; i <= RUNS; i++)); do
+			log "offloads $offl, $(scenario_label "$sc"): run $i of $RUNS"
+			read -r bw _ _ <<<"$(efi_perf write_bw -s 65536 -D "$DURATION")"
+			R[bw_efi]+="${bw:-fail}"$'\n'
+			R[bw_cubic]+="$(iperf3_gbps cubic)"$'\n'
+			R[bw_bbr]+="$(iperf3_gbps bbr)"$'\n'
+			read -r _ p50 p99 <<<"$(efi_perf send_lat -s 8 -D "$DURATION")"
+			R[p50_efi]+="${p50:-fail}"$'\n'
+			R[p99_efi]+="${p99:-fail}"$'\n'
+			read -r p50 p99 <<<"$(sockperf_lat)"
+			R[p50_tcp]+="${p50:-fail}"$'\n'
+			R[p99_tcp]+="${p99:-fail}"$'\n'
+		done
+		for k in bw_efi bw_cubic bw_bbr p50_efi p50_tcp p99_efi p99_tcp; do
+			M[$k]=$(printf '%s' "${R[$k]}" | median)
+		done
+		ROW[$sc]=$(printf "$ROWFMT" "$(scenario_label "$sc")" "$(effective_loss)" "$(tail_drops)" \
+			"$(num 3 "${M[bw_efi]}")" "$(num 3 "${M[bw_cubic]}")" "$(ratio "${M[bw_efi]}" "${M[bw_cubic]}")" \
+			"$(num 3 "${M[bw_bbr]}")" "$(ratio "${M[bw_efi]}" "${M[bw_bbr]}")" \
+			"$(num 1 "${M[p50_efi]}")" "$(num 1 "${M[p50_tcp]}")" "$(ratio "${M[p50_efi]}" "${M[p50_tcp]}")" \
+			"$(num 1 "${M[p99_efi]}")" "$(num 1 "${M[p99_tcp]}")" "$(ratio "${M[p99_efi]}" "${M[p99_tcp]}")")
+		log "${ROW[$sc]}"
+		unset R
+		scenario_clear
+	done
+	if [ "$offl" = on ]; then
+		printf '\nTCP as users run it: the instances'"'"' offloads as the kernel sets them (TSO/GSO on)\n'
+	else
+		printf '\nthe older per-packet setting: gso_max_segs 1 on efi0 (no super-packets leave an instance;\nthis slows TCP'"'"'s sender down: not how users run it)\n'
+	fi
+	printf 'medians of %s runs of %s s; server pinned to CPU %s, client to CPU %s;\n' \
+		"$RUNS" "$DURATION" "$SERVER_CPU" "$CLIENT_CPU"
+	printf 'iperf3 with cubic and with bbr, sockperf with the default congestion control (%s)\n' "$SOCKPERF_CC"
+	printf "$ROWFMT" scenario "loss applied" "tbf drops" "write_bw EFI Gb/s" "TCP cubic Gb/s" "ratio" \
+		"TCP bbr Gb/s" "ratio" "send_lat p50 EFI us" "TCP us" "ratio" "p99 EFI us" "TCP us" "ratio"
+	printf '%s' "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+	printf '\n'
+	for sc in $SCENARIOS; do
+		printf '%s\n' "${ROW[$sc]}"
+	done
+}
+
+for offl in $TABLES; do
+	case $offl in on | off) ;; *) fail "TABLES: on and/or off, not '$offl'" ;; esac
+	table "$offl"
 done
+tb_offloads on || fail "offloads on"
 # failover MODE PORT ARGS...: one lossy-test run of MODE in which the busy
 # port of host 1 fails after 2 s; prints "at before" (ms)
 failover() {
@@ -239,7 +264,7 @@ done
 worst() { grep -E '^[0-9.]+$' | sort -g | tail -n 1; }
 
 cat <<'EOF'
-(write_bw: efi-perf write_bw 64 KiB vs iperf3 -C cubic -l 64K, Gb/s, ratio EFI/TCP:
+(write_bw: efi-perf write_bw 64 KiB vs iperf3 -C cubic / -C bbr -l 64K, Gb/s, ratio EFI/TCP:
  higher is better.  send_lat: efi-perf send_lat 8 B (median and p99 of one-way
  latency) vs sockperf ping-pong --tcp 14 B, microseconds, ratio
  EFI/TCP: lower is better.  "fail": no run finished (efi-perf gives up when its

@@ -7,6 +7,8 @@
 #     correct testbed fails by chance less than once in 10^7 runs);
 #   - duplication shows up as ping duplicates;
 #   - tbf holds TCP to about its rate;
+#   - with the instances' offloads on, TCP's TSO super-packets reach the
+#     droppers segmented: loss 1% loses 1% of wire packets;
 #   - UDP from 32 source ports uses both paths; with one path down TCP
 #     connections carry on and every UDP source port gets through; with
 #     both down nothing does; up again restores it; a flap ends up;
@@ -169,6 +171,33 @@ for port in "${PORTS[@]}"; do
 	assert_exit 0 tb_rate "$port" off
 done
 assert_no_match tbf "$(tc -n "$(tb_ns 1)" qdisc show; tc -n "$(tb_ns_fabric)" qdisc show)" "qdiscs after rate off"
+
+# --- loss is per wire packet, with the instances' offloads as the kernel sets them
+# TCP leaves instance B in TSO super-packets of up to 64 KiB; the routers
+# segment them onto the ports, so every skb the droppers see is one wire
+# packet (segments = packets) and 1% loss is 1% of wire packets.
+assert_exit 0 tb_offloads on
+reset_stats
+for port in "${PORTS[@]}"; do
+	assert_exit 0 tb_loss "$port" 1% rx
+done
+json=$(iperf 1 2 -t 2 -C cubic) || fail "iperf3 TCP with 1% loss failed"
+log "TCP cubic, offloads on, 1% loss: $(jq -r '.end.sum_received.bits_per_second / 1e6 | floor' <<<"$json") Mb/s"
+pkts=0 segs=0
+for port in "${PORTS[@]}"; do
+	read -r pk _ sg _ _ <<<"$(tb_stats "$port" rx)"
+	pkts=$((pkts + pk)) segs=$((segs + sg))
+done
+log "droppers on host 1's ports saw $pkts packets, $segs wire segments"
+[ "$pkts" -gt 1000 ] || fail "the droppers saw only $pkts packets of a TCP transfer"
+assert_eq "$pkts" "$segs" "segments per packet at the droppers (a super-packet got through)"
+read -r lost total < <(dropped rx "${PORTS[@]}")
+near 0.01 "$lost" "$total" "wire packets of TCP lost, loss 1% rx"
+for port in "${PORTS[@]}"; do
+	assert_exit 0 tb_loss "$port" 0
+done
+assert_exit 0 tb_offloads off
+assert_fails tb_offloads sideways
 
 # --- paths -------------------------------------------------------------------
 # 32 UDP source ports between the same two addresses use both paths

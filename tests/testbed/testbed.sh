@@ -46,9 +46,15 @@
 # different paths.  `link hHpP down` sets the fabric end down: the fabric
 # drops that nexthop, the host sees no carrier and ignores it
 # (ignore_routes_with_linkdown), so traffic moves to the other paths in both
-# directions.  Droppers (bpf/loss.c) sit on the egress of both ends of every
+# directions.  Droppers (bpf/loss.c) sit on the ingress of both ends of every
 # port from the start (p = 0), so their counters also show which paths
-# traffic took.
+# traffic took.  Both ends of every port have gso_max_segs 1: a router
+# segments what it forwards onto a port, so the dropper on the far end sees
+# wire-sized packets and p means "per MTU-sized packet" for TCP (TSO) and
+# UDP GSO alike, while the instances send as the kernel lets them
+# (offloads on).  Offloads off (gso_max_segs 1 on the instances' efi0 too)
+# is the older, per-packet setting that cripples TCP's sender; it stays for
+# comparison.
 
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 
@@ -149,6 +155,12 @@ _tb_end() {
 	if [ "$1" = tx ]; then END_NS=$NS_H END_DEV=$PDEV_H; else END_NS=$NS_F END_DEV=$PDEV_F; fi
 }
 
+# _tb_far_end DIR: the namespace and device whose ingress receives DIR of the
+# port (tx: the fabric's port, rx: the host's uplink).
+_tb_far_end() {
+	if [ "$1" = tx ]; then END_NS=$NS_F END_DEV=$PDEV_F; else END_NS=$NS_H END_DEV=$PDEV_H; fi
+}
+
 # --- building ---------------------------------------------------------------
 
 _tb_sysctls() {
@@ -169,14 +181,14 @@ _tb_netns() {
 _tb_dropper() {
 	local d=$TB_BPFFS/$1-$2
 	_tb_port "$1" || fail "no port $1"
-	_tb_end "$2"
+	_tb_far_end "$2"
 	mkdir "$d" || fail "mkdir $d failed"
 	bpftool prog load "$TB_BPF_OBJ" "$d/prog" type classifier pinmaps "$d" ||
 		fail "bpftool prog load $TB_BPF_OBJ failed"
 	# nsenter, not ip netns exec/tc -n: those give tc a fresh mount
 	# namespace where the pins are not visible
 	nsenter --net="/run/netns/$END_NS" tc qdisc add dev "$END_DEV" clsact &&
-		nsenter --net="/run/netns/$END_NS" tc filter add dev "$END_DEV" egress prio 1 \
+		nsenter --net="/run/netns/$END_NS" tc filter add dev "$END_DEV" ingress prio 1 \
 			handle 1 bpf direct-action object-pinned "$d/prog" ||
 		fail "attaching the dropper to $END_DEV in $END_NS failed"
 }
@@ -253,6 +265,10 @@ tb_up() {
 				ip -n "$f" addr add "10.$((2 + p)).$h.1/24" dev "$dev" &&
 				ip -n "$hn" link set dev "up$p" up && ip -n "$f" link set dev "$dev" up ||
 				fail "uplink $dev failed"
+			# the routers segment what they forward onto the port, so
+			# the far end's dropper sees wire packets (see the top)
+			ip -n "$hn" link set dev "up$p" gso_max_segs 1 && ip -n "$f" link set dev "$dev" gso_max_segs 1 ||
+				fail "gso_max_segs on $dev failed"
 			_tb_add port "$dev" "$h" "$p" "$hn" "up$p" "$f" "$dev"
 			_tb_dropper "$dev" tx
 			_tb_dropper "$dev" rx
@@ -276,9 +292,9 @@ tb_up() {
 				--address "$(tb_addr "$h" "$letter")/24" --uplink br0
 			ip -n "$in" route add 10.1.0.0/16 via "10.1.$h.1" dev efi0 ||
 				fail "route in $in failed"
-			# per-packet fairness (shared/TESTBED.md): no super-packets
-			# leave the instance, so a drop downstream is one wire packet
-			# for TCP and UDP alike
+			# offloads off, the old per-packet setting: no super-packets
+			# leave the instance at all (TCP's sender pays for that;
+			# loss is per packet either way, see the top)
 			[ "$offl" = off ] && { ip -n "$in" link set efi0 gso_max_segs 1 ||
 				fail "gso_max_segs on efi0 in $in failed"; }
 			_tb_add inst "$h" "$letter" "$in" "$(tb_addr "$h" "$letter")"
@@ -389,6 +405,22 @@ tb_rate() {
 		fi
 	done
 	return 0
+}
+
+# tb_offloads on|off: every instance's efi0 as the kernel sets it (on) or
+# with gso_max_segs 1 (off: no super-packets leave the instance, the older
+# per-packet setting, which slows TCP's sender down).  Loss is per wire
+# packet either way (the droppers sit where packets are segmented).
+tb_offloads() {
+	local segs ins
+	case ${1:-} in
+	on) segs=65535 ;;
+	off) segs=1 ;;
+	*) echo "testbed.sh: offloads on or off, not '${1:-}'" >&2; return 2 ;;
+	esac
+	while read -r _ _ ins _; do
+		ip -n "$ins" link set efi0 gso_max_segs "$segs" || return 1
+	done < <(_tb_get inst)
 }
 
 # tb_link PORT down|up
@@ -610,7 +642,7 @@ _tb_cli_exit() {
 }
 
 tb_main() {
-	local cmd hosts=2 insts=1 paths=2 offl=off
+	local cmd hosts=2 insts=1 paths=2 offl=on
 	TB_NAME=${TB_NAME_DEFAULT:-tb}
 	while [ $# -gt 0 ]; do
 		case $1 in

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The testbed's packet dropper and duplicator (tests/testbed/testbed.sh
- * `loss`, `dup`): a tc cls_bpf direct-action program for the egress of one
- * end of a veth.  This kernel has no netem, so random loss is made here.
+ * `loss`, `dup`): a tc cls_bpf direct-action program for the ingress of one
+ * end of a veth (it also works on an egress).  This kernel has no netem, so
+ * random loss is made here.
  *
  * Each attachment has its own two maps, pinned by testbed.sh so that the
  * rates change while traffic runs (bpftool map update):
@@ -19,9 +20,12 @@
  * "20% loss" into a burst lost whole (t-testbed saw 96%).  The loss the
  * tests ask for is data loss, which the counters then measure exactly.
  *
- * A GSO super-packet is dropped whole (tc egress sees it before it is
- * segmented), which is why the testbed limits segmentation offloads: the
- * segment counters show when that was not the case.
+ * A GSO super-packet would be dropped whole (tc egress sees it before it
+ * is segmented), so the testbed drops where packets are wire-sized: on the
+ * ingress of the receiving end of a port whose sending end segments
+ * (gso_max_segs 1 on the routers' uplinks), while the instances' own
+ * offloads stay as the kernel sets them.  The segment counters show when a
+ * super-packet got through all the same.
  *
  * Build: clang -O2 -g -target bpf -I/usr/include/$(gcc -print-multiarch) \
  *            -c loss.c -o loss.o
@@ -97,8 +101,14 @@ int loss(struct __sk_buff *skb)
 		return TC_ACT_SHOT;
 	}
 	if (chance(TH_DUP)) {
+		/* the copy goes the way the original goes: into this device's
+		 * receive path at ingress (where a packet's ingress_ifindex is
+		 * the device it is on; our ports never send a packet back out
+		 * of the device it came in on), out of it at egress */
+		__u64 flags = skb->ingress_ifindex == skb->ifindex ? BPF_F_INGRESS : 0;
+
 		skb->mark = DUPLICATE_MARK;
-		if (bpf_clone_redirect(skb, skb->ifindex, 0) == 0)
+		if (bpf_clone_redirect(skb, skb->ifindex, flags) == 0)
 			count(ST_DUPLICATED, 1);
 		skb->mark = 0;
 	}
