@@ -41,7 +41,7 @@ if [ "${CI:-}" = true ]; then
 	SKIP_DEPS=0
 fi
 # A hung test must not eat CI's whole budget: each make check gets this long.
-CHECK_TIMEOUT=${EFI_CHECK_TIMEOUT:-900}
+CHECK_TIMEOUT=${EFI_CHECK_TIMEOUT:-1500}
 
 passed=0
 failed=0

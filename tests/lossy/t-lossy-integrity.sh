@@ -19,6 +19,9 @@
 . "$(dirname "$0")/lib.sh"
 lossy_init li
 if [ "$LOSSY_PROFILE" = sanitize ]; then def=100000; else def=1000000; fi
+# beside CPU burners (t-lossy-integrity-load) a fifth: the same mix of sizes,
+# opcodes and faults, at the pace a loaded host allows
+[ "${EFI_TEST_LOAD:-0}" = 1 ] && def=$((def / 5))
 MESSAGES=${LOSSY_MESSAGES:-$def}
 SEED=${LOSSY_SEED:-4}
 LOSS=${LOSSY_LOSS:-5%}
