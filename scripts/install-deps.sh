@@ -53,11 +53,13 @@ build_pkgs=(
 #  iperf3 sockperf    kernel TCP baselines in the testbed benchmarks
 #  libfabric-bin openmpi-bin libopenmpi-dev   fi_info/fi_pingpong and Open MPI
 #                     runs over the efi libfabric provider
+#  python3-numpy python3-mpi4py   the data-parallel training job of
+#                     tests/mpi/t-mpi-train.sh and bench/training.sh
 test_pkgs=(
 	jq sqlite3 systemd clang libclang-rt-14-dev
 	util-linux procps psmisc coreutils kmod shellcheck
 	strace ibverbs-utils perftest libbpf-dev bpftool binutils passwd iperf3 sockperf
-	libfabric-bin openmpi-bin libopenmpi-dev
+	libfabric-bin openmpi-bin libopenmpi-dev python3-numpy python3-mpi4py
 )
 
 pkgs=("${build_pkgs[@]}")

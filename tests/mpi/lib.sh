@@ -19,7 +19,8 @@
 # over the instances' own addresses (efi0, kernel TCP: control only); MPI's
 # data goes through the CM PML and the ofi MTL to libfabric's provider
 # MPI_TRANSPORT: efi (default; libfabric layers ofi_rxm on it for
-# FI_EP_RDM) or tcp (bench/fabric.sh's baseline: kernel TCP).
+# FI_EP_RDM), tcp (libfabric's tcp provider: bench/fabric.sh's baseline) or
+# ob1-tcp (Open MPI's own TCP BTL, no libfabric).
 # shellcheck source=tests/fabric/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../fabric/lib.sh"
 
@@ -71,6 +72,13 @@ mpi_host() {
 # the ranks; mpi_yield_when_idle because two ranks, their progress threads
 # and efid share 2 cores here.
 mpi_flags() {
+	if [ "$MPI_TRANSPORT" = ob1-tcp ]; then
+		# Open MPI's own TCP path (ob1 PML, tcp BTL): what a user without
+		# RDMA runs, the baseline of issue 20
+		# shellcheck disable=SC2054
+		MPI_FLAGS=(--mca pml ob1 --mca btl tcp,self --mca mpi_yield_when_idle 1)
+		return
+	fi
 	MPI_FLAGS=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$MPI_TRANSPORT"
 		--mca btl self --mca mpi_yield_when_idle 1)
 }

@@ -1,0 +1,75 @@
+#!/bin/bash
+# Issue 20: a data-parallel training job over EFI never hangs.  train.py
+# (numpy + mpi4py: gradients all-reduced every step, in one buffer and in
+# buckets, as a DDP does) runs with one rank in each of two instances over
+# the efi provider, with one CPU-burning process pinned to each core beside
+# it (a shared host), under mpirun's timeout: a hang fails the test.  The
+# loss curve must be the one the same job computes over kernel TCP (ob1,
+# btl tcp): identical bit for bit, since the job is seeded and a sum of two
+# floats does not depend on the order.  efid's counters must show each
+# rank's context carrying the gradients.
+# A step that takes over TRAIN_STALL seconds (90) is a hang: train.py
+# prints each rank's stack and exits, and the test fails saying so; the
+# whole job has MPI_TIMEOUT (900 s).
+# Sizes: TRAIN_PARAMS (1 M: 4 MB of gradients a step), TRAIN_STEPS (200 in
+# one buffer, 200 in 1 MB buckets; a quarter of that under the sanitizers).
+# About 2 min, root.
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+# shellcheck source=tests/mpi/lib.sh
+. "$(dirname "$0")/lib.sh"
+mpi_init mt
+PY=/usr/bin/python3
+"$PY" -c 'import numpy, mpi4py' 2>/dev/null ||
+	skip "numpy and mpi4py are not installed for $PY (apt-get install python3-numpy python3-mpi4py)"
+TRAIN=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/mpi/train.py
+dp_one_host
+mpi_host efi-a "$A" "$SOCK_A"
+mpi_host efi-b "$B" "$SOCK_B"
+if [ "${EFI_TEST_PROFILE:-normal}" = sanitize ]; then def=50; else def=200; fi
+: "${TRAIN_PARAMS:=1000000}" "${TRAIN_STEPS:=$def}"
+: "${MPI_TIMEOUT:=900}" "${TRAIN_STALL:=90}"
+# The ranks' gradients alone: params × 4 B × steps, in each direction
+MIN_BYTES=$((TRAIN_PARAMS * 4 * TRAIN_STEPS / 2))
+
+# one CPU burner per core, for the whole test (lib's cleanup kills them)
+for ((i = 0; i < $(nproc); i++)); do
+	taskset -c "$i" bash -c 'while :; do :; done' &
+	TRACK_BGPIDS+=("$!")
+done
+log "load: $(nproc) CPU-burning processes beside the job"
+
+# train NAME TRANSPORT ARGS...: one job; its RESULT line must be there
+train() {
+	local name=$1 transport=$2 rc=0
+	shift 2
+	log "train.py $* over $transport"
+	[ "$transport" = efi ] && mpi_watch_start "ctl_on main"
+	MPI_TRANSPORT=$transport mpi_run "$TMPD/$name" 2 "$PY" "$TRAIN" "$@" || rc=$?
+	[ "$transport" = efi ] && mpi_watch_stop
+	mpi_show "$TMPD/$name" "$name"
+	if [ "$rc" != 0 ]; then
+		[ "$transport" = efi ] && mpi_watch_show
+		grep -q '^Timeout (' "$TMPD/$name" &&
+			fail "$name: a step took over ${TRAIN_STALL}s: a hang (the ranks' stacks above)"
+		fail "$name: mpirun exited $rc (124: killed after ${MPI_TIMEOUT}s)"
+	fi
+	fmatch '^RESULT ' "$(cat "$TMPD/$name")" "$name's result"
+}
+
+digest() { sed -n 's/^RESULT .*digest=\([0-9a-f]*\).*/\1/p' "$TMPD/$1"; }
+
+for b in 0 1; do
+	args=(--params "$TRAIN_PARAMS" --steps "$TRAIN_STEPS" --bucket-mb "$b" --print-every 50
+		--stall-seconds "$TRAIN_STALL")
+	train "efi-b$b" efi "${args[@]}"
+	for ns in "$A" "$B"; do
+		bytes=$(mpi_efi_bytes "$ns")
+		[ "$bytes" -ge "$MIN_BYTES" ] ||
+			fail "buckets $b: a context in $ns sent $bytes bytes, expected >= $MIN_BYTES: the gradients did not go over efi"
+	done
+	# the baseline over kernel TCP: ob1 with the tcp BTL
+	train "tcp-b$b" ob1-tcp "${args[@]}"
+	assert_eq "$(digest "tcp-b$b")" "$(digest "efi-b$b")" "loss curve over efi vs over TCP (buckets $b MB)"
+	log "buckets $b MB: efi $(sed -n 's/.*steps_per_s=\([0-9.]*\).*/\1/p' "$TMPD/efi-b$b") steps/s, TCP $(sed -n 's/.*steps_per_s=\([0-9.]*\).*/\1/p' "$TMPD/tcp-b$b") steps/s (loaded machine)"
+done
+log "ok"
