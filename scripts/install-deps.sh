@@ -54,12 +54,14 @@ build_pkgs=(
 #  libfabric-bin openmpi-bin libopenmpi-dev   fi_info/fi_pingpong and Open MPI
 #                     runs over the efi libfabric provider
 #  python3-numpy python3-mpi4py   the data-parallel training job of
-#                     tests/mpi/t-mpi-train.sh and bench/training.sh
+#                     tests/mpi/t-mpi-train.sh
+#  mandoc groff-base man-db   the manual pages' lint, render and install test
 test_pkgs=(
 	jq sqlite3 systemd clang libclang-rt-14-dev
 	util-linux procps psmisc coreutils kmod shellcheck
 	strace ibverbs-utils perftest libbpf-dev bpftool binutils passwd iperf3 sockperf
 	libfabric-bin openmpi-bin libopenmpi-dev python3-numpy python3-mpi4py
+	mandoc groff-base man-db
 )
 
 pkgs=("${build_pkgs[@]}")
