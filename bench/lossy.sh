@@ -68,6 +68,7 @@ SOCKPERF_CC=$(tb_exec 2 a cat /proc/sys/net/ipv4/tcp_congestion_control)
 srv() { tb_exec 1 a taskset -c "$SERVER_CPU" "$@"; }
 cli() { tb_exec 2 a taskset -c "$CLIENT_CPU" "$@"; }
 listening() { [ -n "$(tb_exec 1 a ss -Hltn "sport = :$1")" ]; }
+not_listening() { ! listening "$1"; }
 median() { grep -E '^[0-9.]+$' | sort -g | awk '{v[NR] = $1} END {print NR ? v[int((NR + 1) / 2)] : "fail"}'; }
 
 # efi_perf TEST ARGS...: one run; "bw p50 p99" fields of its JSON (or
@@ -87,20 +88,24 @@ iperf3_gbps() {
 	local spid out cc=$1
 	srv timeout $((DURATION + 30)) iperf3 -s -1 -B "$IP_A" >/dev/null 2>&1 &
 	spid=$!
-	wait_for 5000 "iperf3 server" listening 5201
+	wait_for 10000 "iperf3 server" listening 5201
 	out=$(cli timeout $((DURATION + 30)) iperf3 -c "$IP_A" -t "$DURATION" -l 64K -C "$cc" --json 2>/dev/null)
 	wait "$spid" 2>/dev/null
 	jq -r '.end.sum_received.bits_per_second / 1e9 * 1000 | round / 1000' <<<"$out" 2>/dev/null
 }
 
 # sockperf_lat: "p50 p99", one way (sockperf halves the round trip)
+# The server is stopped by its command line: $! is the subshell of srv, and
+# killing that alone left sockperf listening until its timeout, so the next
+# run's server could not bind (and a client could ping the old one).
 sockperf_lat() {
-	local spid out
+	local spid out pat="sockperf server --tcp -i $IP_A -p 11111"
+	wait_for 10000 "port 11111 free" not_listening 11111
 	srv timeout $((DURATION + 30)) sockperf server --tcp -i "$IP_A" -p 11111 >/dev/null 2>&1 &
 	spid=$!
-	wait_for 5000 "sockperf server" listening 11111
+	wait_for 10000 "sockperf server" listening 11111
 	out=$(cli timeout $((DURATION + 30)) sockperf ping-pong --tcp -i "$IP_A" -p 11111 -m 14 -t "$DURATION" 2>&1)
-	kill "$spid" 2>/dev/null
+	pkill -f "$pat" 2>/dev/null
 	wait "$spid" 2>/dev/null
 	awk '/percentile 50.000 =/ {p50 = $NF} /percentile 99.000 =/ {p99 = $NF}
 		END {if (p50 != "") print p50, p99}' <<<"$out"
