@@ -10,7 +10,7 @@
 need_cmd shellcheck
 cd "$top_srcdir" || fail "cannot cd to $top_srcdir"
 files=(scripts/*.sh tests/system/*.sh tests/testbed/*.sh tests/lossy/*.sh tests/fabric/*.sh
-	tests/mpi/*.sh bench/*.sh)
+	tests/mpi/*.sh bench/*.sh efictl/bash-completion/efictl)
 [ -f .ci/run ] && files+=(.ci/run)
 shellcheck -x "${files[@]}" || fail "shellcheck found problems (above)"
 echo "PASS: $TEST_NAME (${#files[@]} files)"
