@@ -15,20 +15,21 @@ bin=$TMPD/bin
 mkdir -p "$bin"
 ln -s "$EFICTL" "$bin/efictl"
 
-# interactive LINE: what an interactive bash shows after LINE is typed
-# (TABs included) and Enter is not: the line as completion left it.
+# interactive LINE EXPECT: what an interactive bash shows after LINE is
+# typed (TABs included) and Enter is not: the line as completion left it.
+# Reads until EXPECT shows or 15 s passed (a loaded machine is slow).
 interactive() {
-	PATH="$bin:$PATH" COMPLETION="$COMPLETION" timeout 20 python3 - "$1" <<'EOF'
+	PATH="$bin:$PATH" COMPLETION="$COMPLETION" timeout 40 python3 - "$1" "$2" <<'EOF'
 import os, pty, select, sys, time
-line = sys.argv[1]
+line, expect = sys.argv[1], sys.argv[2].encode()
 pid, fd = pty.fork()
 if pid == 0:
     os.environ["PS1"] = "PROMPT> "
     os.environ["INPUTRC"] = "/dev/null"
     os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
-def read_for(sec):
+def read_until(want, sec):
     out, end = b"", time.time() + sec
-    while time.time() < end:
+    while time.time() < end and want not in out:
         r, _, _ = select.select([fd], [], [], 0.05)
         if r:
             try:
@@ -36,22 +37,21 @@ def read_for(sec):
             except OSError:
                 break
     return out
-read_for(0.5)
 os.write(fd, b'source "$COMPLETION"; echo SOURCED\r')
-read_for(1.0)
+read_until(b"\nSOURCED", 15)
 os.write(fd, line.encode())
-out = read_for(1.5)
+out = read_until(expect, 15)
 os.write(fd, b"\x15exit\r")
-read_for(0.3)
+read_until(b"\0", 0.3)
 sys.stdout.write(out.decode(errors="replace").replace("\x07", ""))
 EOF
 }
 
 log "interactive: efictl at<TAB>"
-got=$(interactive $'efictl at\t')
+got=$(interactive $'efictl at\t' "efictl attach ")
 log "the line: $got"
 [[ $got == *"efictl attach "* ]] || fail "efictl at<TAB> did not complete to 'efictl attach ': $got"
-got=$(interactive $'efictl --js\t')
+got=$(interactive $'efictl --js\t' "efictl --json ")
 [[ $got == *"efictl --json "* ]] || fail "efictl --js<TAB> did not complete to 'efictl --json ': $got"
 
 # complete WORDS...: COMPREPLY for the command line WORDS (the last one being
