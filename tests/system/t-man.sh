@@ -34,10 +34,10 @@ for c in $cmds; do
 	printf '%s\n' "$ctl" | grep -qE "^ +(efictl .*)?\b$c\b" || fail "efictl(8) does not describe the command $c"
 done
 # ... and no command efictl does not have.
-for c in $(sed -n '/^\.SH COMMANDS/,/^\.SH /p' "$top_srcdir/man/man8/efictl.8" |
-	awk 'prev == ".TP" && ($1 == ".B" || $1 == ".BR") {print $2} {prev = $1}'); do
+while read -r c; do
 	printf '%s\n' "$cmds" | grep -qx -- "$c" || fail "efictl(8) describes a command efictl does not have: $c"
-done
+done < <(sed -n '/^\.SH COMMANDS/,/^\.SH /p' "$top_srcdir/man/man8/efictl.8" |
+	awk 'prev == ".TP" && ($1 == ".B" || $1 == ".BR") {print $2} {prev = $1}')
 for c in $codes; do
 	printf '%s\n' "$ctl" | sed -n '/^EXIT STATUS/,/^[A-Z]/p' | grep -qE "^ +$c\b" ||
 		fail "efictl(8) EXIT STATUS does not list $c"
