@@ -35,16 +35,8 @@
 
 #include <infiniband/verbs.h>
 
-static int failures;
-
-static void check(int ok, const char *what)
-{
-	printf("%s: %s\n", ok ? "ok" : "FAILED", what);
-	if (!ok)
-		failures++;
-}
-
-#define DIE(...) do { fprintf(stderr, "verbs-check: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+#define VTEST_PROG "verbs-check"
+#include "vtest.h"
 
 /* Which shared object holds the function the program called. */
 static const char *object_of(void *fn)
@@ -52,26 +44,6 @@ static const char *object_of(void *fn)
 	Dl_info info;
 
 	return dladdr(fn, &info) && info.dli_fname ? info.dli_fname : "?";
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Polls until one completion arrives (5 s at most). */
-static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	double end = now() + 5;
-	int n;
-
-	while ((n = ibv_poll_cq(cq, 1, wc)) == 0)
-		if (now() > end)
-			return 0;
-	return n == 1;
 }
 
 struct side {

@@ -25,16 +25,8 @@
 
 #include <infiniband/verbs.h>
 
-static int failures;
-
-static void check(int ok, const char *what)
-{
-	printf("%s: %s\n", ok ? "ok" : "FAILED", what);
-	if (!ok)
-		failures++;
-}
-
-#define DIE(...) do { fprintf(stderr, "verbs-dlopen: " __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+#define VTEST_PROG "verbs-dlopen"
+#include "vtest.h"
 
 /* The table TensorPipe's IbvLib looks up (tensorpipe/common/ibv_lib.h). */
 struct ibv_lib {
@@ -82,25 +74,6 @@ static void lookup(void *h, const char *name, void *slot, const char *library)
 	if (!fn)
 		DIE("dlsym %s: %s", name, dlerror());
 	memcpy(slot, &fn, sizeof(fn));
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	double end = now() + 5;
-	int n;
-
-	while ((n = ibv_poll_cq(cq, 1, wc)) == 0)
-		if (now() > end)
-			return 0;
-	return n == 1 && wc->status == IBV_WC_SUCCESS;
 }
 
 static void to_rts(struct ibv_lib *v, struct ibv_qp *qp, uint32_t dest, const union ibv_gid *gid)
@@ -258,7 +231,7 @@ int main(int argc, char **argv)
 	rwr = (struct ibv_recv_wr){ .wr_id = 1, .sg_list = &rsge, .num_sge = 1 };
 	if (ibv_post_recv(b, &rwr, &rbad) || post(a, IBV_WR_SEND, mr, src, LEN, 0, 0))
 		DIE("post Send");
-	n = poll_one(cq, &wc) && poll_one(cq, &wc);
+	n = poll_ok(cq, &wc) && poll_ok(cq, &wc);
 	check(n && memcmp(src, dst, LEN) == 0, "a 64 KiB Send arrives intact");
 
 	memset(dst, 0, LEN);
@@ -266,7 +239,7 @@ int main(int argc, char **argv)
 		src[i] = (unsigned char)(i * 13 + 1);
 	if (post(a, IBV_WR_RDMA_WRITE, mr, src, LEN, (uintptr_t)dst, mr->rkey))
 		DIE("post Write");
-	check(poll_one(cq, &wc) && memcmp(src, dst, LEN) == 0, "a 64 KiB RDMA Write lands intact");
+	check(poll_ok(cq, &wc) && memcmp(src, dst, LEN) == 0, "a 64 KiB RDMA Write lands intact");
 
 	check(v.destroy_qp(a) == 0 && v.destroy_qp(b) == 0 && v.destroy_cq(cq) == 0 &&
 	      v.dereg_mr(mr) == 0 && v.dealloc_pd(pd) == 0 && v.close_device(ctx) == 0,
