@@ -16,7 +16,11 @@
 struct efi_wire;
 
 /* One datagram.  For send: buf/len/peer/lane are inputs.  For recv: buf
- * and cap are inputs, len, peer and lane outputs. */
+ * and cap are inputs, len, peer and lane outputs, and buf may be changed
+ * to point at the backend's own memory holding the datagram (the UDP
+ * backend's GRO buffers): the caller's buffer is then left untouched, and
+ * what buf points to stays valid only until the next recv_batch on the
+ * same wire.  cap bounds len either way. */
 struct efi_wire_pkt {
 	void *buf;
 	uint32_t len;

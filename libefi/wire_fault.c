@@ -68,6 +68,8 @@
 #define FAULT_MAX_DELAY_US 10000000ull
 /* Datagrams handed to the inner send_batch per call. */
 #define FAULT_TX_BATCH 64
+/* Datagrams one recv_batch reads from the inner backend at most. */
+#define FAULT_MAX_RECV 64
 
 struct fault_pkt {
 	void *data;
@@ -503,11 +505,21 @@ static int fault_recv_batch(struct efi_wire *w, struct efi_wire_pkt *pkts, unsig
 	if (want > n)
 		want = n;
 	if (want) {
+		void *bufs[FAULT_MAX_RECV];
+
+		/* the inner backend may point pkts at its own memory (wire.h):
+		 * admit copies, and the caller's buffers come back for emit_rx */
+		if (want > FAULT_MAX_RECV)
+			want = FAULT_MAX_RECV;
+		for (unsigned i = 0; i < want; i++)
+			bufs[i] = pkts[i].buf;
 		r = efi_wire_recv(f->inner, pkts, want);
 		if (r < 0)
 			err = r;
 		for (int i = 0; i < r; i++)
 			admit(f, &f->rx, &pkts[i], now);
+		for (unsigned i = 0; i < want; i++)
+			pkts[i].buf = bufs[i];
 	}
 	if (r <= 0)
 		release_overdue(f, &f->rx, now);

@@ -45,10 +45,15 @@
  * GSO stays off for the socket.  EFI_UDP_GSO=0 in the environment turns it
  * off (for comparisons).
  *
- * GRO on receive is not done yet: it would be setsockopt(UDP_GRO) plus
- * splitting each buffer by the UDP_GRO cmsg's segment size in
- * udp_recv_chunk; it needs receive buffers of 64 KiB, which changes what
- * the transport passes in, so it waits for the transport's buffer pool.
+ * GRO on receive: each socket has UDP_GRO on, so a super-datagram (what a
+ * peer's GSO run becomes, or what the kernel's GRO coalesced) arrives in one
+ * piece with a UDP_GRO cmsg giving its segment size.  The backend receives
+ * into its own 64 KiB buffers and hands out one efi_wire_pkt per original
+ * datagram, pointing into them (wire.h: valid until the next recv_batch);
+ * datagrams that do not fit the caller's batch wait for its next call.  The
+ * receiver then traverses the stack once per run, as the sender does.
+ * EFI_UDP_GRO=0 turns it off (for comparisons); a kernel without UDP_GRO
+ * delivers datagrams one by one, which the same code handles.
  */
 #include "config.h"
 
@@ -79,6 +84,21 @@
 #define UDP_GSO_MAX_SEGS 64
 #define UDP_GSO_MAX_BYTES 60000
 
+/* A receive buffer holds the largest UDP datagram (or GRO super-datagram,
+ * which the kernel also keeps below 64 KiB).  UDP_BATCH of them are 4 MiB
+ * of address space per wire, touched only as far as datagrams fill them. */
+#define UDP_RX_BUF 65536u
+
+/* A received message (one datagram, or a GRO super-datagram) not yet fully
+ * handed to the caller. */
+struct udp_rx_msg {
+	uint8_t *next;		/* its next datagram */
+	uint32_t left;		/* bytes from there */
+	uint32_t seg;		/* datagram size (the last may be shorter) */
+	struct sockaddr_in6 peer;
+	uint8_t lane;
+};
+
 struct udp_wire {
 	struct efi_wire base;
 	int lane_fd[EFI_WIRE_MAX_LANES];
@@ -90,6 +110,14 @@ struct udp_wire {
 	bool gso;		/* UDP_SEGMENT runs on send */
 	uint64_t gso_runs;	/* super-datagrams sent (for debugging) */
 	unsigned rr;		/* receive: the ready lane read first (rotates) */
+	bool gro;		/* UDP_GRO on every lane */
+	uint8_t *rxmem;		/* UDP_BATCH × UDP_RX_BUF */
+	unsigned rx_used;	/* buffers filled since nothing was pending */
+	unsigned pending;	/* messages received and not fully handed out */
+	struct {		/* per lane, in arrival order */
+		struct udp_rx_msg msg[UDP_BATCH];
+		unsigned head, count;
+	} pend[EFI_WIRE_MAX_LANES];
 	/* Per message of one sendmmsg/recvmmsg call.  On send, message m
 	 * carries run_len[m] datagrams whose iovecs start at iov[first]. */
 	struct mmsghdr msgs[UDP_BATCH];
@@ -100,7 +128,7 @@ struct udp_wire {
 	} names[UDP_BATCH];
 	unsigned run_len[UDP_BATCH];
 	union {
-		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		char buf[CMSG_SPACE(sizeof(int))];	/* UDP_SEGMENT: u16; UDP_GRO: int */
 		struct cmsghdr align;
 	} ctrl[UDP_BATCH];
 };
@@ -313,32 +341,47 @@ static int udp_send_batch(struct efi_wire *w, struct efi_wire_pkt *pkts, unsigne
 	return (int)done;
 }
 
-/*
- * Receives into pkts[0..n) (n <= UDP_BATCH).  Returns how many complete
- * datagrams now sit at the front of pkts; sets *more when the socket may
- * hold further datagrams (the kernel filled every slot), and *err for an
- * error that ended the call.
- *
- * (GRO goes here: with UDP_GRO on, one buffer holds several datagrams of
- * the cmsg's segment size, to be split into consecutive pkts.)
- */
-static unsigned udp_recv_chunk(struct udp_wire *u, int fd, struct efi_wire_pkt *pkts, unsigned n,
-			       bool *more, int *err)
+/* The segment size a UDP_GRO cmsg gives, or 0 when there is none. */
+static uint32_t gro_segment(const struct msghdr *h)
 {
-	unsigned kept = 0;
+	for (const struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR((struct msghdr *)h, (struct cmsghdr *)c)) {
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+			int seg;
+			memcpy(&seg, CMSG_DATA(c), sizeof(seg));
+			return seg > 0 ? (uint32_t)seg : 0;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Receives up to n messages (n <= UDP_BATCH - u->rx_used) from lane's
+ * socket into the next free buffers and appends them to the pending list.
+ * Returns how many messages arrived; sets *more when the socket may hold
+ * further ones (the kernel filled every slot), and *err for an error that
+ * ended the call.
+ */
+static unsigned udp_recv_chunk(struct udp_wire *u, unsigned lane, unsigned n, bool *more, int *err)
+{
+	int fd = u->lane_fd[lane];
 	int r;
 
 	for (unsigned i = 0; i < n; i++) {
 		struct msghdr *h = &u->msgs[i].msg_hdr;
 
-		u->iov[i].iov_base = pkts[i].buf;
-		u->iov[i].iov_len = pkts[i].cap;
+		u->iov[i].iov_base = u->rxmem + (size_t)(u->rx_used + i) * UDP_RX_BUF;
+		u->iov[i].iov_len = UDP_RX_BUF;
 		memset(h, 0, sizeof(*h));
 		memset(&u->names[i], 0, sizeof(u->names[i]));
 		h->msg_name = &u->names[i];
 		h->msg_namelen = sizeof(u->names[i]);
 		h->msg_iov = &u->iov[i];
 		h->msg_iovlen = 1;
+		if (u->gro) {
+			h->msg_control = u->ctrl[i].buf;
+			h->msg_controllen = sizeof(u->ctrl[i].buf);
+		}
 	}
 	r = recvmmsg(fd, u->msgs, n, MSG_DONTWAIT, NULL);
 	if (r < 0) {
@@ -348,41 +391,102 @@ static unsigned udp_recv_chunk(struct udp_wire *u, int fd, struct efi_wire_pkt *
 	*more = (unsigned)r == n;
 	for (unsigned i = 0; i < (unsigned)r; i++) {
 		const struct msghdr *h = &u->msgs[i].msg_hdr;
-		uint32_t len = u->msgs[i].msg_len;
+		uint32_t len = u->msgs[i].msg_len, seg;
+		struct udp_rx_msg *m;
 
 		if (h->msg_flags & MSG_TRUNC) {
 			u->dropped_recv++;
 			continue;
 		}
-		if (kept != i) {
-			/* Close the gap a dropped datagram left.  Rare (only
-			 * oversize datagrams get here), so a copy is fine and
-			 * the caller's buffers stay where it put them. */
-			if (len > pkts[kept].cap) {
-				u->dropped_recv++;
-				continue;
-			}
-			memcpy(pkts[kept].buf, pkts[i].buf, len);
-		}
-		pkts[kept].len = len;
-		udp_read_name(u, i, h->msg_namelen, &pkts[kept].peer);
-		kept++;
+		seg = u->gro ? gro_segment(h) : 0;
+		m = &u->pend[lane].msg[(u->pend[lane].head + u->pend[lane].count++) % UDP_BATCH];
+		u->pending++;
+		m->next = u->iov[i].iov_base;
+		m->left = len;
+		m->seg = seg && seg < len ? seg : len;
+		m->lane = (uint8_t)lane;
+		udp_read_name(u, i, h->msg_namelen, &m->peer);
 	}
-	return kept;
+	u->rx_used += (unsigned)r;
+	return (unsigned)r;
 }
 
-/* Reads lane's socket into pkts[0..n).  Returns how many arrived
- * or -errno for an error of the socket itself. */
-static int udp_recv_lane(struct udp_wire *u, unsigned lane, struct efi_wire_pkt *pkts, unsigned n)
+/* Hands up to n pending datagrams of lane to pkts[0..n); returns how many.
+ * A datagram longer than its slot's cap is dropped (wire.h: only complete
+ * datagrams are returned). */
+static unsigned udp_hand_out_lane(struct udp_wire *u, unsigned lane, struct efi_wire_pkt *pkts,
+				  unsigned n)
+{
+	unsigned out = 0;
+
+	while (out < n && u->pend[lane].count) {
+		struct udp_rx_msg *m = &u->pend[lane].msg[u->pend[lane].head];
+		uint32_t len = m->left < m->seg ? m->left : m->seg;
+
+		if (len <= pkts[out].cap) {
+			pkts[out].buf = m->next;
+			pkts[out].len = len;
+			pkts[out].peer = m->peer;
+			pkts[out].lane = m->lane;
+			out++;
+		} else {
+			u->dropped_recv++;
+		}
+		m->next += len;
+		m->left -= len;
+		if (m->left == 0) {
+			u->pend[lane].head = (u->pend[lane].head + 1) % UDP_BATCH;
+			u->pend[lane].count--;
+			u->pending--;
+		}
+	}
+	return out;
+}
+
+/*
+ * Hands pending datagrams to pkts[0..n); returns how many.  Fairly across
+ * lanes: each lane with datagrams gets its share of n first, starting from
+ * a rotating one, then what is left goes to those with more.  Reading each
+ * lane to the end in turn let a lane with a backlog fill every batch: the
+ * others' packets waited milliseconds, their paths' RTT grew tenfold, and
+ * the oldest packet held the whole send window (EFI_SEND_WINDOW spans all
+ * paths) — 4 lanes ran slower than 1.
+ */
+static unsigned udp_hand_out(struct udp_wire *u, struct efi_wire_pkt *pkts, unsigned n)
+{
+	unsigned out = 0, with = 0, share, start = u->rr++;
+
+	for (unsigned l = 0; l < u->nlanes; l++)
+		with += u->pend[l].count > 0;
+	if (with) {
+		share = (n + with - 1) / with;
+		for (int pass = 0; pass < 2 && out < n; pass++) {
+			for (unsigned k = 0; k < u->nlanes && out < n; k++) {
+				unsigned l = (start + k) % u->nlanes, want = n - out;
+				if (!pass && share < want)
+					want = share;
+				out += udp_hand_out_lane(u, l, pkts + out, want);
+			}
+		}
+	}
+	if (!u->pending)
+		u->rx_used = 0;	/* every buffer handed out: reusable next call */
+	return out;
+}
+
+/* Reads up to want messages from lane's socket into the pending list.
+ * Returns how many arrived or -errno for an error of the socket itself. */
+static int udp_recv_lane(struct udp_wire *u, unsigned lane, unsigned want)
 {
 	unsigned got = 0, soft_errors = 0;
 
-	while (got < n) {
-		unsigned chunk = n - got < UDP_BATCH ? n - got : UDP_BATCH;
+	if (want > UDP_BATCH - u->rx_used)
+		want = UDP_BATCH - u->rx_used;
+	while (got < want) {
 		bool more = false;
 		int err = 0;
 
-		got += udp_recv_chunk(u, u->lane_fd[lane], pkts + got, chunk, &more, &err);
+		got += udp_recv_chunk(u, lane, want - got, &more, &err);
 		if (err == 0) {
 			if (!more)
 				break;	/* the socket is empty: save a syscall */
@@ -400,8 +504,6 @@ static int udp_recv_lane(struct udp_wire *u, unsigned lane, struct efi_wire_pkt 
 		if (++soft_errors >= UDP_MAX_SOFT_ERRORS)
 			break;
 	}
-	for (unsigned i = 0; i < got; i++)
-		pkts[i].lane = (uint8_t)lane;
 	return (int)got;
 }
 
@@ -409,41 +511,48 @@ static int udp_recv_batch(struct efi_wire *w, struct efi_wire_pkt *pkts, unsigne
 {
 	struct udp_wire *u = to_udp(w);
 	struct epoll_event ev[EFI_WIRE_MAX_LANES];
-	unsigned got = 0;
+	unsigned got, msgs = 0, room;
 	int ready, r;
 
-	if (u->nlanes == 1)
-		return udp_recv_lane(u, 0, pkts, n);
+	/* What the last call received beyond its batch goes first; only
+	 * once it is all handed out are the buffers read into again. */
+	got = udp_hand_out(u, pkts, n);
+	if (got == n || n == 0)
+		return (int)got;
+	room = n - got;
+	if (u->nlanes == 1) {
+		r = udp_recv_lane(u, 0, room);
+		if (r < 0)
+			return got ? (int)got : r;
+		return (int)(got + udp_hand_out(u, pkts + got, room));
+	}
 	/* Which lanes have data: one call, whatever the lane count. */
 	ready = epoll_wait(u->epoll_fd, ev, (int)u->nlanes, 0);
 	if (ready < 0)
-		return errno == EINTR ? 0 : -errno;
-	if (ready <= 0)
-		return 0;
-	/* Each ready lane gets its share of the batch first, starting from a
-	 * rotating one, then what is left goes to those that filled theirs.
-	 * Reading each lane to the end in epoll's order (which stays the
-	 * same while they all stay ready) let the first lanes fill every
-	 * batch: the last one's packets waited milliseconds, its path's RTT
-	 * grew tenfold, and its oldest packet held the whole send window
-	 * (EFI_SEND_WINDOW spans all paths) — 4 lanes ran slower than 1. */
-	unsigned share = (n + (unsigned)ready - 1) / (unsigned)ready;
+		return got ? (int)got : (errno == EINTR ? 0 : -errno);
+	/* Each ready lane may fill its share of the batch's messages, then
+	 * those that filled theirs the rest; udp_hand_out then shares the
+	 * datagrams fairly. */
+	unsigned share = ready ? (room + (unsigned)ready - 1) / (unsigned)ready : 0;
 	bool full[EFI_WIRE_MAX_LANES] = { false };
-	unsigned start = u->rr++ % (unsigned)ready;
-	for (int pass = 0; pass < 2 && got < n; pass++) {
-		for (unsigned k = 0; k < (unsigned)ready && got < n; k++) {
-			unsigned i = (start + k) % (unsigned)ready, lane = ev[i].data.u32, want;
+	for (int pass = 0; pass < 2 && msgs < room && ready > 0; pass++) {
+		for (unsigned i = 0; i < (unsigned)ready && msgs < room; i++) {
+			unsigned lane = ev[i].data.u32, want;
 			if (lane >= u->nlanes || (pass && !full[i]))
 				continue;
-			want = pass ? n - got : (share < n - got ? share : n - got);
-			r = udp_recv_lane(u, lane, pkts + got, want);
-			if (r < 0)
-				return got ? (int)got : r;
-			got += (unsigned)r;
+			want = pass ? room - msgs : (share < room - msgs ? share : room - msgs);
+			r = udp_recv_lane(u, lane, want);
+			if (r < 0) {
+				if (!msgs && !got)
+					return r;
+				pass = 2;
+				break;
+			}
+			msgs += (unsigned)r;
 			full[i] = (unsigned)r == want;
 		}
 	}
-	return (int)got;
+	return (int)(got + udp_hand_out(u, pkts + got, room));
 }
 
 static int udp_poll_fd(const struct efi_wire *w)
@@ -463,6 +572,7 @@ static void udp_destroy(struct efi_wire *w)
 		close(u->lane_fd[i]);
 	if (u->epoll_fd >= 0)
 		close(u->epoll_fd);
+	free(u->rxmem);
 	free(u);
 }
 
@@ -500,7 +610,7 @@ static int usable_family(int fd)
 struct efi_wire *efi_wire_udp_create_lanes(const int *fds, unsigned n)
 {
 	struct udp_wire *u;
-	const char *gso_env;
+	const char *gso_env, *gro_env;
 	int family = 0;
 
 	if (!fds || n == 0 || n > EFI_WIRE_MAX_LANES) {
@@ -522,6 +632,13 @@ struct efi_wire *efi_wire_udp_create_lanes(const int *fds, unsigned n)
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return NULL;
+	/* malloc, not calloc: pages are touched only as datagrams fill them */
+	u->rxmem = malloc((size_t)UDP_BATCH * UDP_RX_BUF);
+	if (!u->rxmem) {
+		free(u);
+		errno = ENOMEM;
+		return NULL;
+	}
 	u->base.ops = &udp_ops;
 	u->epoll_fd = -1;
 	if (n > 1) {
@@ -537,6 +654,7 @@ struct efi_wire *efi_wire_udp_create_lanes(const int *fds, unsigned n)
 		}
 		if (u->epoll_fd < 0) {
 			int e = errno;
+			free(u->rxmem);
 			free(u);
 			errno = e;
 			return NULL;
@@ -548,6 +666,20 @@ struct efi_wire *efi_wire_udp_create_lanes(const int *fds, unsigned n)
 	u->family = family;
 	gso_env = getenv("EFI_UDP_GSO");
 	u->gso = !(gso_env && strcmp(gso_env, "0") == 0);
+	gro_env = getenv("EFI_UDP_GRO");
+	u->gro = !(gro_env && strcmp(gro_env, "0") == 0);
+	for (unsigned i = 0; u->gro && i < n; i++) {
+		int on = 1;
+		/* a kernel without UDP_GRO: datagrams come one by one */
+		if (setsockopt(fds[i], SOL_UDP, UDP_GRO, &on, sizeof(on)) < 0)
+			u->gro = false;
+	}
+	if (!u->gro) {
+		for (unsigned i = 0; i < n; i++) {
+			int off = 0;
+			setsockopt(fds[i], SOL_UDP, UDP_GRO, &off, sizeof(off));
+		}
+	}
 	/* The socket buffers stay as efid sized them (SO_*BUFFORCE). */
 	return &u->base;
 }

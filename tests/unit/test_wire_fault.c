@@ -59,7 +59,7 @@ START_TEST(fault_loss_send_and_recv)
 		}
 		ck_assert_int_eq(mem_send(&m->base, p, 50), 50);
 	}
-	while ((r = efi_wire_recv(w, p, 64)) > 0) {
+	while ((r = wire_recv_copy(w, p, 64)) > 0) {
 		for (int k = 0; k < r; k++)
 			ck_assert(check_fill(p[k].buf, p[k].len, &seqs[0]));
 		got += (unsigned)r;
@@ -176,7 +176,7 @@ START_TEST(fault_reorder_recv_wakes_poller)
 	}
 	ck_assert_int_eq(mem_send(&m->base, p, 2), 2);
 	/* 0 held, 1 passes, 0 follows it */
-	ck_assert_int_eq(efi_wire_recv(w, p, 4), 2);
+	ck_assert_int_eq(wire_recv_copy(w, p, 4), 2);
 	ck_assert(check_fill(p[0].buf, p[0].len, &seq));
 	ck_assert_uint_eq(seq, 1);
 	ck_assert(check_fill(p[1].buf, p[1].len, &seq));
@@ -184,11 +184,11 @@ START_TEST(fault_reorder_recv_wakes_poller)
 	/* a lone datagram: held, then released by the timer */
 	fill(p[0].buf, 64, 7);
 	ck_assert_int_eq(mem_send(&m->base, p, 1), 1);
-	ck_assert_int_eq(efi_wire_recv(w, p, 4), 0);
+	ck_assert_int_eq(wire_recv_copy(w, p, 4), 0);
 	ck_assert(wait_readable(w, 1000));
 	r = 0;
 	for (int tries = 0; r == 0 && tries < 100; tries++) {
-		r = efi_wire_recv(w, p, 4);
+		r = wire_recv_copy(w, p, 4);
 		if (r == 0)
 			ck_assert(wait_readable(w, 100));
 	}
@@ -220,7 +220,7 @@ START_TEST(fault_delay_udp)
 	ck_assert_int_eq(efi_wire_send(a, p, 1), 1);
 	ck_assert(!wait_readable(b, 5));
 	ck_assert(wait_readable(a, 1000));	/* the sender's timer */
-	while (efi_wire_recv(a, p + 1, 1) == 0 && mono_ns() - t0 < 20000000ull)
+	while (wire_recv_copy(a, p + 1, 1) == 0 && mono_ns() - t0 < 20000000ull)
 		wait_readable(a, 50);
 	ck_assert_uint_eq(recv_all(b, p + 1, 1), 1);
 	ck_assert_uint_ge(mono_ns() - t0, 20000000ull);
@@ -233,7 +233,7 @@ START_TEST(fault_delay_udp)
 	t0 = mono_ns();
 	p[0].peer = addr6("::1", pb);
 	ck_assert_int_eq(efi_wire_send(a, p, 1), 1);
-	while (efi_wire_recv(a, p + 1, 1) == 0 && mono_ns() - t0 < 25000000ull)
+	while (wire_recv_copy(a, p + 1, 1) == 0 && mono_ns() - t0 < 25000000ull)
 		wait_readable(a, 50);	/* flush a's delayed datagram */
 	ck_assert_uint_eq(recv_all(b, p + 1, 1), 1);
 	ck_assert_uint_ge(mono_ns() - t0, 40000000ull);
@@ -316,7 +316,7 @@ START_TEST(fault_loss_udp)
 	ck_assert_uint_le(st.dropped, 140);
 	got = recv_all(b, p, N - (unsigned)st.dropped);
 	ck_assert_uint_eq(got, N - st.dropped);
-	ck_assert_int_eq(efi_wire_recv(b, p, 1), 0);
+	ck_assert_int_eq(wire_recv_copy(b, p, 1), 0);
 	free_pkts(p, N);
 	efi_wire_destroy(a);
 	efi_wire_destroy(b);

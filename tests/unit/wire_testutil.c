@@ -104,13 +104,33 @@ bool wait_readable(struct efi_wire *w, int timeout_ms)
 	return poll(&pfd, 1, timeout_ms) == 1;
 }
 
+int wire_recv_copy(struct efi_wire *w, struct efi_wire_pkt *p, unsigned n)
+{
+	void **own = calloc(n ? n : 1, sizeof(*own));
+	int r;
+
+	ck_assert_ptr_nonnull(own);
+	for (unsigned i = 0; i < n; i++)
+		own[i] = p[i].buf;
+	r = efi_wire_recv(w, p, n);
+	for (unsigned i = 0; i < n; i++) {
+		if (i < (unsigned)(r > 0 ? r : 0) && p[i].buf != own[i]) {
+			ck_assert_uint_le(p[i].len, p[i].cap);
+			memcpy(own[i], p[i].buf, p[i].len);
+		}
+		p[i].buf = own[i];
+	}
+	free(own);
+	return r;
+}
+
 /* Receives until want datagrams came or a second passed without any. */
 unsigned recv_all(struct efi_wire *w, struct efi_wire_pkt *p, unsigned want)
 {
 	unsigned got = 0;
 
 	while (got < want) {
-		int r = efi_wire_recv(w, p + got, want - got);
+		int r = wire_recv_copy(w, p + got, want - got);
 
 		ck_assert_int_ge(r, 0);
 		got += (unsigned)r;

@@ -27,6 +27,10 @@ bool check_fill(const uint8_t *buf, uint32_t len, uint32_t *seq);
 struct efi_wire_pkt *alloc_pkts(unsigned n, uint32_t cap);
 void free_pkts(struct efi_wire_pkt *p, unsigned n);
 bool wait_readable(struct efi_wire *w, int timeout_ms);
+/* efi_wire_recv, with each datagram copied into the buffer p[i] had before
+ * the call when the backend pointed p[i].buf at its own memory (wire.h):
+ * what the tests hold stays theirs across further calls. */
+int wire_recv_copy(struct efi_wire *w, struct efi_wire_pkt *p, unsigned n);
 /* Receives until want datagrams came or a second passed without any. */
 unsigned recv_all(struct efi_wire *w, struct efi_wire_pkt *p, unsigned want);
 bool same_peer(const struct sockaddr_in6 *a, const struct sockaddr_in6 *b);
