@@ -469,8 +469,6 @@ static unsigned udp_hand_out(struct udp_wire *u, struct efi_wire_pkt *pkts, unsi
 			}
 		}
 	}
-	if (!u->pending)
-		u->rx_used = 0;	/* every buffer handed out: reusable next call */
 	return out;
 }
 
@@ -514,8 +512,12 @@ static int udp_recv_batch(struct efi_wire *w, struct efi_wire_pkt *pkts, unsigne
 	unsigned got, msgs = 0, room;
 	int ready, r;
 
-	/* What the last call received beyond its batch goes first; only
-	 * once it is all handed out are the buffers read into again. */
+	/* The caller is done with what the last call handed out (wire.h):
+	 * with nothing pending, every buffer is free again.  What the last
+	 * call received beyond its batch goes first, and its buffers stay
+	 * untouched until a later call (new datagrams go to free ones). */
+	if (!u->pending)
+		u->rx_used = 0;
 	got = udp_hand_out(u, pkts, n);
 	if (got == n || n == 0)
 		return (int)got;
