@@ -132,9 +132,10 @@ static void *progress_main(void *arg)
 		}
 		app_took = 0;
 		/* ctx->busy is read racily on purpose: a stale value only
-		 * changes how long this sleep lasts. */
+		 * changes how long this sleep lasts.  Datagrams the wire holds
+		 * beyond the last batch do not wake a sleeper: no sleep then. */
 		tick = __atomic_load_n(&ctx->busy, __ATOMIC_RELAXED) ? BUSY_TICK_NS : IDLE_TICK_NS;
-		if (!nap(ctx, true, tick, &wire_ready))
+		if (!efi_wire_pending(ctx->wire) && !nap(ctx, true, tick, &wire_ready))
 			break;
 		if (atomic_load(&ctx->stopping))
 			break;

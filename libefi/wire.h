@@ -10,6 +10,7 @@
 #define EFI_WIRE_H
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,8 +40,14 @@ struct efi_wire_ops {
 	/* Receives up to n datagrams without blocking.  Returns how many
 	 * arrived (0 when none), or -errno. */
 	int (*recv_batch)(struct efi_wire *w, struct efi_wire_pkt *pkts, unsigned n);
-	/* A descriptor that polls readable when recv_batch has something. */
+	/* A descriptor that polls readable when recv_batch has something
+	 * new from the kernel. */
 	int (*poll_fd)(const struct efi_wire *w);
+	/* True when recv_batch holds datagrams it received and has not handed
+	 * out yet (a GRO run longer than the caller's batch): poll_fd does not
+	 * show those.  NULL: never.  May be called without the transport's
+	 * lock (a racy hint: it only decides whether to sleep). */
+	bool (*pending)(const struct efi_wire *w);
 	/* Frees the backend and closes what it owns; accepts NULL. */
 	void (*destroy)(struct efi_wire *w);
 };
@@ -60,6 +67,10 @@ static inline int efi_wire_recv(struct efi_wire *w, struct efi_wire_pkt *p, unsi
 static inline int efi_wire_fd(const struct efi_wire *w)
 {
 	return w->ops->poll_fd(w);
+}
+static inline bool efi_wire_pending(const struct efi_wire *w)
+{
+	return w->ops->pending && w->ops->pending(w);
 }
 static inline void efi_wire_destroy(struct efi_wire *w)
 {

@@ -535,6 +535,11 @@ static int fault_poll_fd(const struct efi_wire *w)
 	return ((const struct fault_wire *)w)->epoll_fd;
 }
 
+static bool fault_pending(const struct efi_wire *w)
+{
+	return efi_wire_pending(((const struct fault_wire *)w)->inner);
+}
+
 static void fault_destroy(struct efi_wire *w)
 {
 	struct fault_wire *f;
@@ -553,6 +558,7 @@ static void fault_destroy(struct efi_wire *w)
 static const struct efi_wire_ops fault_ops = {
 	.send_batch = fault_send_batch,
 	.recv_batch = fault_recv_batch,
+	.pending = fault_pending,
 	.poll_fd = fault_poll_fd,
 	.destroy = fault_destroy,
 };

@@ -400,7 +400,8 @@ static unsigned udp_recv_chunk(struct udp_wire *u, unsigned lane, unsigned n, bo
 		}
 		seg = u->gro ? gro_segment(h) : 0;
 		m = &u->pend[lane].msg[(u->pend[lane].head + u->pend[lane].count++) % UDP_BATCH];
-		u->pending++;
+		/* one writer (under the transport's lock), racy readers */
+		__atomic_store_n(&u->pending, u->pending + 1, __ATOMIC_RELAXED);
 		m->next = u->iov[i].iov_base;
 		m->left = len;
 		m->seg = seg && seg < len ? seg : len;
@@ -437,7 +438,7 @@ static unsigned udp_hand_out_lane(struct udp_wire *u, unsigned lane, struct efi_
 		if (m->left == 0) {
 			u->pend[lane].head = (u->pend[lane].head + 1) % UDP_BATCH;
 			u->pend[lane].count--;
-			u->pending--;
+			__atomic_store_n(&u->pending, u->pending - 1, __ATOMIC_RELAXED);
 		}
 	}
 	return out;
@@ -563,6 +564,12 @@ static int udp_poll_fd(const struct efi_wire *w)
 	return u->nlanes > 1 ? u->epoll_fd : u->lane_fd[0];
 }
 
+static bool udp_pending(const struct efi_wire *w)
+{
+	const struct udp_wire *u = (const struct udp_wire *)w;
+	return __atomic_load_n(&u->pending, __ATOMIC_RELAXED) != 0;
+}
+
 static void udp_destroy(struct efi_wire *w)
 {
 	struct udp_wire *u;
@@ -582,6 +589,7 @@ static const struct efi_wire_ops udp_ops = {
 	.send_batch = udp_send_batch,
 	.recv_batch = udp_recv_batch,
 	.poll_fd = udp_poll_fd,
+	.pending = udp_pending,
 	.destroy = udp_destroy,
 };
 
