@@ -41,7 +41,7 @@
 /* Packets a request stream sends on one path before it picks again: long
  * enough for GSO runs and one sendmmsg per burst, short enough to spread a
  * window over the paths. */
-#define EFI_PATH_BURST		16u
+#define EFI_PATH_BURST		40u
 
 /* The UDP port of lane `lane` of the context holding qpn (0 when the
  * fabric-wide PortBase and lane leave no such port). */
@@ -70,7 +70,7 @@ static inline uint32_t efi_lane_port(uint32_t port_base, unsigned lane, uint32_t
 #define EFI_RESPQ_SLOTS		64u
 #define EFI_ATOMIC_CACHE	EFI_MAX_RD_ATOMIC
 /* Datagrams per sendmmsg/recvmmsg batch. */
-#define EFI_BATCH		32u
+#define EFI_BATCH		64u
 #define EFI_PKTBUF_SIZE		(4096u + 256u)
 #define EFI_RXBUF_SIZE		9216u
 /* The requester asks for an ACK at least every this many packets. */
@@ -451,9 +451,11 @@ void efi_req_timers(struct efi_qp_int *qp, uint64_t now);
 void efi_req_skip_local_stall(struct efi_qp_int *qp, uint64_t now);
 uint64_t efi_req_dead_after_ns(const struct efi_qp_int *qp);
 bool efi_req_peer_dead(const struct efi_qp_int *qp, uint64_t now);
-/* Builds the next request packet at buf; returns its length (0: nothing to
- * send) and the PSN after it in *next. */
-size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, uint8_t *buf, uint32_t *next, uint64_t now);
+/* Builds the request packet psn into wp: its headers at wp->buf (room for
+ * EFI_PKTBUF_SIZE), its payload there too or, when it lies in one SGE, in
+ * wp->payload (sent from the application's memory, no copy).  Returns the
+ * datagram's length (0: nothing to send) and the PSN after it in *next. */
+size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, struct efi_wire_pkt *wp, uint32_t *next, uint64_t now);
 bool efi_req_can_send(struct efi_qp_int *qp, uint64_t now);
 /* The PSN of the next request packet to send now (a lost one first, else
  * the next in sequence) and its path (qp->cur_path); false if nothing may
@@ -461,7 +463,7 @@ bool efi_req_can_send(struct efi_qp_int *qp, uint64_t now);
 bool efi_req_next(struct efi_qp_int *qp, uint64_t now, uint32_t *psn);
 /* Builds the response at the head of the responder queue (entry e, from its
  * current position); returns the length; *done says it finished the entry. */
-size_t efi_resp_build(struct efi_qp_int *qp, struct efi_respq_ent *e, uint8_t *buf, bool *done);
+size_t efi_resp_build(struct efi_qp_int *qp, struct efi_respq_ent *e, struct efi_wire_pkt *wp, bool *done);
 /* Queues an ACK/NAK for psn echoing ts_echo and path (of the request that
  * caused it). */
 void efi_resp_enqueue_ack(struct efi_qp_int *qp, uint8_t syndrome, uint32_t psn, uint64_t ts_echo, uint8_t path);
@@ -506,6 +508,9 @@ void efi_resp_drain(struct efi_qp_int *qp);
 /* Copies len bytes between a flat buffer and an SGE list at byte offset off. */
 void efi_sge_copy_out(const struct efi_sge_int *sge, uint32_t nsge, uint32_t off, uint8_t *dst, uint32_t len);
 void efi_sge_copy_in(const struct efi_sge_int *sge, uint32_t nsge, uint32_t off, const uint8_t *src, uint32_t len);
+/* Where bytes [off, off + len) of an SGE list lie, when they lie in one
+ * SGE; NULL when they span several (or lie beyond the list). */
+const uint8_t *efi_sge_contig(const struct efi_sge_int *sge, uint32_t nsge, uint32_t off, uint32_t len);
 
 /* progress.c */
 int efi_progress_start(struct efi_context_int *ctx);

@@ -24,6 +24,18 @@ void efi_sge_copy_out(const struct efi_sge_int *sge, uint32_t nsge, uint32_t off
 	}
 }
 
+const uint8_t *efi_sge_contig(const struct efi_sge_int *sge, uint32_t nsge, uint32_t off, uint32_t len)
+{
+	for (uint32_t i = 0; i < nsge; i++) {
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		return sge[i].length - off >= len ? sge[i].addr + off : NULL;
+	}
+	return NULL;
+}
+
 void efi_sge_copy_in(const struct efi_sge_int *sge, uint32_t nsge, uint32_t off, const uint8_t *src, uint32_t len)
 {
 	for (uint32_t i = 0; i < nsge && len; i++) {

@@ -559,8 +559,9 @@ static uint8_t data_opcode(const struct efi_swqe *w, uint32_t k)
 	return send ? EFI_OP_SEND_MIDDLE : EFI_OP_WRITE_MIDDLE;
 }
 
-size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, uint8_t *buf, uint32_t *next, uint64_t now)
+size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, struct efi_wire_pkt *wp, uint32_t *next, uint64_t now)
 {
+	uint8_t *buf = wp->buf;
 	uint32_t idx = wqe_for_psn(qp, psn), k, plen = 0;
 	struct efi_swqe *w;
 	struct efi_pkt h;
@@ -642,8 +643,20 @@ size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, uint8_t *buf, uint32_t
 	hl = efi_pkt_build_hdr(buf, EFI_PKTBUF_SIZE, &h);
 	if (!hl)
 		return 0;
-	if (plen)
-		efi_sge_copy_out(w->sge, w->num_sge, k * qp->seg, buf + hl, plen);
+	wp->len = (uint32_t)hl;
+	wp->payload = NULL;
+	wp->payload_len = 0;
+	if (plen) {
+		/* from where the data lies; the copy only for a packet that
+		 * spans SGEs */
+		wp->payload = efi_sge_contig(w->sge, w->num_sge, k * qp->seg, plen);
+		if (wp->payload) {
+			wp->payload_len = plen;
+		} else {
+			efi_sge_copy_out(w->sge, w->num_sge, k * qp->seg, buf + hl, plen);
+			wp->len += plen;
+		}
+	}
 	rec = &qp->txrec[psn & (EFI_TXREC_SLOTS - 1)];
 	if (rec->psn != psn || !rec->tx_ns) {
 		memset(rec, 0, sizeof(*rec));

@@ -451,8 +451,9 @@ void efi_resp_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 				     efi_psn_add(qp->rcv_psn, EFI_PSN_MASK), pkt->tx_ts, pkt->path);
 }
 
-size_t efi_resp_build(struct efi_qp_int *qp, struct efi_respq_ent *e, uint8_t *buf, bool *done)
+size_t efi_resp_build(struct efi_qp_int *qp, struct efi_respq_ent *e, struct efi_wire_pkt *wp, bool *done)
 {
+	uint8_t *buf = wp->buf;
 	struct efi_pkt h;
 	uint32_t plen = 0;
 	size_t hl;
@@ -494,8 +495,13 @@ size_t efi_resp_build(struct efi_qp_int *qp, struct efi_respq_ent *e, uint8_t *b
 	hl = efi_pkt_build_hdr(buf, EFI_PKTBUF_SIZE, &h);
 	if (!hl)
 		return 0;
+	wp->len = (uint32_t)hl;
+	wp->payload = NULL;
+	wp->payload_len = plen;
 	if (plen) {
-		memcpy(buf + hl, e->src, plen);
+		/* sent from the registered memory itself (checked when the
+		 * Read was queued), no copy */
+		wp->payload = e->src;
 		e->src += plen;
 		e->left -= plen;
 		e->psn = efi_psn_add(e->psn, 1);

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct efi_wire;
 
@@ -26,6 +27,12 @@ struct efi_wire_pkt {
 	void *buf;
 	uint32_t len;
 	uint32_t cap;
+	/* Send only: payload_len bytes at payload follow buf[0..len) in the
+	 * datagram (0: none), so that data leaves from where it lies (the
+	 * application's registered memory) without a copy into buf first.
+	 * Read during send_batch only. */
+	const void *payload;
+	uint32_t payload_len;
 	struct sockaddr_in6 peer;   /* IPv4 peers as IPv4-mapped IPv6 */
 	uint8_t lane;               /* the local endpoint (source port) it leaves or arrived on */
 };
@@ -67,6 +74,20 @@ static inline int efi_wire_recv(struct efi_wire *w, struct efi_wire_pkt *p, unsi
 static inline int efi_wire_fd(const struct efi_wire *w)
 {
 	return w->ops->poll_fd(w);
+}
+/* Bytes of the datagram p describes (send: header part and payload). */
+static inline uint32_t efi_wire_pkt_size(const struct efi_wire_pkt *p)
+{
+	return p->len + p->payload_len;
+}
+/* Copies the datagram p describes to dst (efi_wire_pkt_size bytes), for
+ * backends that keep datagrams. */
+static inline void efi_wire_pkt_copy(const struct efi_wire_pkt *p, void *dst)
+{
+	if (p->len)
+		memcpy(dst, p->buf, p->len);
+	if (p->payload_len)
+		memcpy((uint8_t *)dst + p->len, p->payload, p->payload_len);
 }
 static inline bool efi_wire_pending(const struct efi_wire *w)
 {

@@ -317,14 +317,14 @@ static void admit(struct fault_wire *f, struct fault_pipe *p, const struct efi_w
 		copies = 2;
 	}
 	for (unsigned c = 0; c < copies; c++) {
-		struct fault_pkt q = { .len = pkt->len, .peer = pkt->peer, .lane = pkt->lane };
+		struct fault_pkt q = { .len = efi_wire_pkt_size(pkt), .peer = pkt->peer, .lane = pkt->lane };
 
-		q.data = malloc(pkt->len ? pkt->len : 1);
+		q.data = malloc(q.len ? q.len : 1);
 		if (!q.data) {
 			f->stats.dropped++;	/* a lost datagram, as on a wire */
 			continue;
 		}
-		memcpy(q.data, pkt->buf, pkt->len);
+		efi_wire_pkt_copy(pkt, q.data);
 		if (!p->has_held && fault_chance(f, f->cfg.reorder)) {
 			f->stats.reordered++;
 			p->held = q;
@@ -357,6 +357,8 @@ static int flush_tx(struct fault_wire *f, uint64_t now)
 			batch[m].buf = q->data;
 			batch[m].len = q->len;
 			batch[m].cap = q->len;
+			batch[m].payload = NULL;
+			batch[m].payload_len = 0;
 			batch[m].peer = q->peer;
 			batch[m].lane = q->lane;
 			m++;

@@ -121,7 +121,7 @@ struct udp_wire {
 	/* Per message of one sendmmsg/recvmmsg call.  On send, message m
 	 * carries run_len[m] datagrams whose iovecs start at iov[first]. */
 	struct mmsghdr msgs[UDP_BATCH];
-	struct iovec iov[UDP_BATCH];
+	struct iovec iov[2 * UDP_BATCH];	/* send: header part and payload */
 	union {
 		struct sockaddr_in6 in6;
 		struct sockaddr_in in;
@@ -198,17 +198,17 @@ static bool same_peer(const struct sockaddr_in6 *a, const struct sockaddr_in6 *b
  * last possibly shorter, none empty. */
 static unsigned gso_run(const struct efi_wire_pkt *pkts, unsigned n)
 {
-	uint32_t seg = pkts[0].len;
+	uint32_t seg = efi_wire_pkt_size(&pkts[0]);
 	size_t total = seg;
 	unsigned j = 1;
 
 	if (seg == 0)
 		return 1;
-	while (j < n && j < UDP_GSO_MAX_SEGS && pkts[j - 1].len == seg &&
-	       pkts[j].len > 0 && pkts[j].len <= seg &&
-	       total + pkts[j].len <= UDP_GSO_MAX_BYTES &&
+	while (j < n && j < UDP_GSO_MAX_SEGS && efi_wire_pkt_size(&pkts[j - 1]) == seg &&
+	       efi_wire_pkt_size(&pkts[j]) > 0 && efi_wire_pkt_size(&pkts[j]) <= seg &&
+	       total + efi_wire_pkt_size(&pkts[j]) <= UDP_GSO_MAX_BYTES &&
 	       same_peer(&pkts[j].peer, &pkts[0].peer)) {
-		total += pkts[j].len;
+		total += efi_wire_pkt_size(&pkts[j]);
 		j++;
 	}
 	return j;
@@ -219,24 +219,32 @@ static unsigned gso_run(const struct efi_wire_pkt *pkts, unsigned n)
 static unsigned udp_build_send(struct udp_wire *u, struct efi_wire_pkt *pkts, unsigned n,
 			       bool use_gso)
 {
-	unsigned m = 0;
+	unsigned m = 0, v = 0;
 
 	for (unsigned i = 0; i < n; m++) {
 		struct msghdr *h = &u->msgs[m].msg_hdr;
-		unsigned run = use_gso ? gso_run(pkts + i, n - i) : 1;
+		unsigned run = use_gso ? gso_run(pkts + i, n - i) : 1, first = v;
 
 		memset(h, 0, sizeof(*h));
 		for (unsigned k = i; k < i + run; k++) {
-			u->iov[k].iov_base = pkts[k].buf;
-			u->iov[k].iov_len = pkts[k].len;
+			/* the kernel cuts a GSO run by bytes, whatever the
+			 * iovecs: a datagram may be two of them */
+			if (pkts[k].len) {
+				u->iov[v].iov_base = pkts[k].buf;
+				u->iov[v++].iov_len = pkts[k].len;
+			}
+			if (pkts[k].payload_len) {
+				u->iov[v].iov_base = (void *)(uintptr_t)pkts[k].payload;
+				u->iov[v++].iov_len = pkts[k].payload_len;
+			}
 		}
 		h->msg_name = &u->names[m];
 		h->msg_namelen = udp_fill_name(u, m, &pkts[i].peer);
-		h->msg_iov = &u->iov[i];
-		h->msg_iovlen = run;
+		h->msg_iov = &u->iov[first];
+		h->msg_iovlen = v - first;
 		if (run > 1) {
 			struct cmsghdr *c;
-			uint16_t seg = (uint16_t)pkts[i].len;
+			uint16_t seg = (uint16_t)efi_wire_pkt_size(&pkts[i]);
 
 			h->msg_control = u->ctrl[m].buf;
 			h->msg_controllen = sizeof(u->ctrl[m].buf);

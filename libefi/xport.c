@@ -92,7 +92,7 @@ static unsigned send_all(struct efi_context_int *ctx, struct efi_qp_int *qp, uns
 	}
 	for (unsigned i = 0; i < sent; i++) {
 		qp->cnt.tx_packets++;
-		qp->cnt.tx_bytes += ctx->txpkts[i].len;
+		qp->cnt.tx_bytes += efi_wire_pkt_size(&ctx->txpkts[i]);
 	}
 	return sent;
 }
@@ -114,18 +114,18 @@ void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 			efi_resp_drain(qp);
 		while (qp->respq_count && n < EFI_BATCH) {
 			struct efi_respq_ent *e = &qp->respq[qp->respq_head];
-			uint8_t *buf = ctx->txbuf + (size_t)n * EFI_PKTBUF_SIZE;
 			bool done;
 			uint8_t path = e->path;
-			size_t len = efi_resp_build(qp, e, buf, &done);
+			size_t len;
+
+			ctx->txpkts[n].buf = ctx->txbuf + (size_t)n * EFI_PKTBUF_SIZE;
+			len = efi_resp_build(qp, e, &ctx->txpkts[n], &done);
 			if (done) {
 				qp->respq_head = (qp->respq_head + 1) % EFI_RESPQ_SLOTS;
 				qp->respq_count--;
 			}
 			if (!len)
 				continue;
-			ctx->txpkts[n].buf = buf;
-			ctx->txpkts[n].len = (uint32_t)len;
 			/* an ACK on a lane whose uplink is down would be lost:
 			 * another lane carries it (path_table.h) */
 			address_pkt(ctx, qp, &ctx->txpkts[n],
@@ -137,7 +137,6 @@ void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 		nresp = n;
 		while (n < EFI_BATCH && (qp->attr.qp_state == EFI_QPS_RTS || qp->attr.qp_state == EFI_QPS_SQD) &&
 		       efi_req_next(qp, now, &psn)) {
-			uint8_t *buf = ctx->txbuf + (size_t)n * EFI_PKTBUF_SIZE;
 			uint32_t next;
 			size_t len;
 
@@ -147,14 +146,13 @@ void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 				qp->silent_since_ns = now;	/* work starts: the dead-peer clock too */
 			/* distinct send times within a batch keep RACK's
 			 * "sent after" exact */
-			len = efi_req_build(qp, psn, buf, &next, now + n);
+			ctx->txpkts[n].buf = ctx->txbuf + (size_t)n * EFI_PKTBUF_SIZE;
+			len = efi_req_build(qp, psn, &ctx->txpkts[n], &next, now + n);
 			if (!len)
 				break;
 			psns[n] = psn;
 			if (psn == qp->snd_nxt)
 				qp->snd_nxt = next;
-			ctx->txpkts[n].buf = buf;
-			ctx->txpkts[n].len = (uint32_t)len;
 			address_pkt(ctx, qp, &ctx->txpkts[n], qp->cur_path);
 			n++;
 		}

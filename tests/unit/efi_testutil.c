@@ -65,13 +65,14 @@ static void q_push(struct tw_queue *q, struct tw_node *n)
 	pthread_mutex_unlock(&q->lock);
 }
 
-static struct tw_node *mk_node(struct tw_end *e, const void *buf, uint32_t len)
+static struct tw_node *mk_node(struct tw_end *e, const struct efi_wire_pkt *p)
 {
+	uint32_t len = efi_wire_pkt_size(p);
 	struct tw_node *n = malloc(sizeof(*n) + len);
 	ck_assert_ptr_nonnull(n);
 	n->src = e->self;
 	n->len = len;
-	memcpy(n->data, buf, len);
+	efi_wire_pkt_copy(p, n->data);
 	return n;
 }
 
@@ -84,9 +85,9 @@ static int tw_send(struct efi_wire *w, struct efi_wire_pkt *p, unsigned n)
 		struct tw_node *nd;
 		if (e->f.loss && rnd(e) < e->f.loss)
 			continue;
-		nd = mk_node(e, p[i].buf, p[i].len);
+		nd = mk_node(e, &p[i]);
 		if (e->f.dup && rnd(e) < e->f.dup)
-			q_push(q, mk_node(e, p[i].buf, p[i].len));
+			q_push(q, mk_node(e, &p[i]));
 		if (e->f.reorder && !e->held && rnd(e) < e->f.reorder) {
 			e->held = nd;
 			continue;

@@ -156,9 +156,9 @@ int mem_send(struct efi_wire *w, struct efi_wire_pkt *p, unsigned n)
 	for (i = 0; i < n && m->count < m->limit; i++) {
 		unsigned at = (m->head + m->count++) % MEM_MAX;
 
-		m->q[at].data = malloc(p[i].len ? p[i].len : 1);
-		memcpy(m->q[at].data, p[i].buf, p[i].len);
-		m->q[at].len = p[i].len;
+		m->q[at].len = efi_wire_pkt_size(&p[i]);
+		m->q[at].data = malloc(m->q[at].len ? m->q[at].len : 1);
+		efi_wire_pkt_copy(&p[i], m->q[at].data);
 		m->q[at].peer = p[i].peer;
 	}
 	if (i)
