@@ -1,0 +1,221 @@
+#!/bin/bash
+# EFI against kernel TCP and against raw UDP, on a clean network (issue 14):
+# one command that prints, for the same two instances on the testbed
+# (docs/testbed.md; two hosts, each a namespace with its own efid and one
+# instance, joined by one path through the fabric), with the server pinned
+# to SERVER_CPU and the client to CPU CLIENT_CPU for every program:
+#   - the raw-UDP limit: bench/udp-limit, one socket each way: UDP_SEGMENT
+#     (GSO) sends of 64 KB made of 1472-byte datagrams against a UDP_GRO
+#     receiver (what it received, from its first datagram to its last), and
+#     an 8-byte ping-pong spinning on non-blocking sockets (half round trip);
+#   - kernel TCP: iperf3 -C cubic and -C bbr, 64 KiB writes;
+#   - EFI: efi-perf TESTS at SIZES (Gb/s), and send_lat 8 B (half round trip)
+# and prints medians of RUNS runs with the ratios EFI/cubic, EFI/bbr and
+# EFI/UDP limit (EFI/UDP for latency).  The runs are interleaved: round r
+# runs every case once, so the machine's noise falls on all of them alike.
+# One table per offload setting in TABLES, as bench/lossy.sh: "on", the
+# instances' offloads as the kernel sets them (TCP as users run it: the
+# headline), then "off", the per-packet setting (gso_max_segs 1 on the
+# instances' efi0: no super-packets leave an instance, for TCP, UDP GSO and
+# EFI alike; it slows TCP's sender down, labelled so).
+#
+#     sudo bench/vs-tcp.sh [BUILD_DIR]          (default: .)
+#
+# Environment: RUNS (5), DURATION seconds per run (3), SERVER_CPU (1),
+# CLIENT_CPU (0), SIZES ("64K 1M 8M": efi-perf -s), TESTS ("write_bw
+# read_bw send_bw": efi-perf bandwidth tests), TABLES ("on off": the offload
+# settings, one table each).  About 4 minutes per table with RUNS=3
+# DURATION=2.
+# Needs root, iperf3, jq and the testbed's tools (ip, tc, bpftool, nsenter;
+# clang or a built tests/testbed/bpf/loss.o); builds bench/udp-limit when
+# missing.  Everything it creates is removed on exit; it only sets addresses
+# inside the namespaces it created.
+# shellcheck disable=SC2015 # "A && B || fail": fail exits, so it is if-then-else
+# shellcheck disable=SC2059 # printf formats in variables are ours
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+top_builddir=$(cd "${1:-.}" && pwd) || exit 2
+export top_builddir
+: "${EFID:=$top_builddir/efid/efid}"
+: "${EFICTL:=$top_builddir/efictl/efictl}"
+: "${EFI_PERF:=$top_builddir/tools/efi-perf/efi-perf}"
+: "${UDP_LIMIT:=$top_builddir/bench/udp-limit}"
+[ -x "$UDP_LIMIT" ] || make -C "$top_builddir" bench/udp-limit >/dev/null || exit 2
+# shellcheck source=tests/testbed/testbed.sh
+. "$(dirname "$0")/../tests/testbed/testbed.sh"
+tb_test_init vt
+command -v iperf3 >/dev/null || skip "iperf3 is not installed"
+[ -x "$EFI_PERF" ] || fail "efi-perf not built at $EFI_PERF"
+[ -x "$UDP_LIMIT" ] || fail "udp-limit not built at $UDP_LIMIT"
+
+: "${RUNS:=5}" "${DURATION:=3}" "${SERVER_CPU:=1}" "${CLIENT_CPU:=0}"
+: "${SIZES:=64K 1M 8M}" "${TESTS:=write_bw read_bw send_bw}" "${TABLES:=on off}"
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || fail "RUNS: a positive integer, not '$RUNS'"
+[[ $DURATION =~ ^[1-9][0-9]*$ ]] || fail "DURATION: whole seconds, not '$DURATION'"
+for c in "$SERVER_CPU" "$CLIENT_CPU"; do
+	[[ $c =~ ^[0-9]+$ ]] && [ "$c" -lt "$(nproc)" ] || fail "SERVER_CPU, CLIENT_CPU: 0..$(($(nproc) - 1)), not '$c'"
+done
+for s in $SIZES; do
+	[[ $s =~ ^[1-9][0-9]*[KMG]?$ ]] || fail "SIZES: efi-perf sizes (64K, 1M, 65536), not '$s'"
+done
+for t in $TESTS; do
+	case $t in send_bw | write_bw | read_bw) ;; *) fail "TESTS: send_bw, write_bw, read_bw, not '$t'" ;; esac
+done
+for offl in $TABLES; do
+	case $offl in on | off) ;; *) fail "TABLES: on and/or off, not '$offl'" ;; esac
+done
+[ -n "$SIZES" ] && [ -n "$TESTS" ] && [ -n "$TABLES" ] || fail "SIZES, TESTS and TABLES must not be empty"
+UDP_PORT=19001 PING_PORT=19002
+
+tb_up 2 1 1 on
+IP_A=$(tb_addr 1 a)
+# The datagrams udp-limit sends: the largest that pass efi0 unfragmented
+# (1472 on a 1500-byte MTU).
+MTU=$(tb_exec 2 a cat /sys/class/net/efi0/mtu) || fail "no MTU of efi0"
+SEG=$((MTU - 28))
+
+# server in A (host 1), client in B (host 2); the client's data flows to A
+srv() { tb_exec 1 a taskset -c "$SERVER_CPU" "$@"; }
+cli() { tb_exec 2 a taskset -c "$CLIENT_CPU" "$@"; }
+listening() { [ -n "$(tb_exec 1 a ss -Hltn "sport = :$1")" ]; }
+bound_udp() { [ -n "$(tb_exec 1 a ss -Hlun "sport = :$1")" ]; }
+median() { grep -E '^[0-9.]+$' | sort -g | awk '{v[NR] = $1} END {print NR ? v[int((NR + 1) / 2)] : "fail"}'; }
+
+# efi_perf TEST ARGS...: one run; "bw p50 p99" fields of its JSON (or
+# nothing when it failed)
+efi_perf() {
+	local test=$1 spid out
+	shift
+	srv timeout $((DURATION + 30)) "$EFI_PERF" "$test" >/dev/null 2>&1 &
+	spid=$!
+	out=$(cli timeout $((DURATION + 30)) "$EFI_PERF" "$test" --json "$@" "$IP_A" 2>/dev/null)
+	wait "$spid" 2>/dev/null
+	jq -r '.results[0] | "\(.bw_avg_gbps // "-") \(.t_typical_us // "-") \(.t_p99_us // "-")"' <<<"$out" 2>/dev/null
+}
+
+# iperf3_gbps CC: one run of iperf3 with that congestion control
+iperf3_gbps() {
+	local spid out cc=$1
+	srv timeout $((DURATION + 30)) iperf3 -s -1 -B "$IP_A" >/dev/null 2>&1 &
+	spid=$!
+	wait_for 10000 "iperf3 server" listening 5201
+	out=$(cli timeout $((DURATION + 30)) iperf3 -c "$IP_A" -t "$DURATION" -l 64K -C "$cc" --json 2>/dev/null)
+	wait "$spid" 2>/dev/null
+	jq -r '.end.sum_received.bits_per_second / 1e9 * 1000 | round / 1000' <<<"$out" 2>/dev/null
+}
+
+# udp_bw: one run of udp-limit send against udp-limit recv: "received sent"
+# Gb/s (the receiver's is the limit; the sender's shows what the receiving
+# socket dropped).  The receiver ends 1 s after the last datagram.
+udp_bw() {
+	local spid sent got
+	srv timeout $((DURATION + 70)) "$UDP_LIMIT" recv "$IP_A" "$UDP_PORT" >"$TMPD/udp.recv" 2>&1 &
+	spid=$!
+	wait_for 10000 "udp-limit recv" bound_udp "$UDP_PORT"
+	sent=$(cli timeout $((DURATION + 30)) "$UDP_LIMIT" send "$IP_A" "$UDP_PORT" "$DURATION" "$SEG" 2>/dev/null |
+		awk '$1 == "sent" {print $5}')
+	wait "$spid" 2>/dev/null || { echo "fail ${sent:-fail}"; return; }
+	got=$(awk '$1 == "bytes" {print $8}' "$TMPD/udp.recv")
+	echo "${got:-fail} ${sent:-fail}"
+}
+
+# udp_lat: one ping-pong run of udp-limit: "p50 p99" of the half round trip
+udp_lat() {
+	local spid out
+	srv timeout $((DURATION + 70)) "$UDP_LIMIT" pong "$IP_A" "$PING_PORT" >/dev/null 2>&1 &
+	spid=$!
+	wait_for 10000 "udp-limit pong" bound_udp "$PING_PORT"
+	out=$(cli timeout $((DURATION + 30)) "$UDP_LIMIT" ping "$IP_A" "$PING_PORT" "$DURATION" 2>/dev/null)
+	wait "$spid" 2>/dev/null
+	awk '$1 == "p50_us" {print $2, $4}' <<<"$out"
+}
+
+# num DECIMALS VALUE: VALUE rounded, or as it is when not a number
+num() { awk -v d="$1" -v v="$2" 'BEGIN {if (v ~ /^[0-9.]+$/) printf "%.*f", d, v; else printf "%s", v}'; }
+
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN {
+		if (a !~ /^[0-9.]+$/ || b !~ /^[0-9.]+$/ || b == 0) print "-"; else printf "%.2f", a / b }'
+}
+
+ROWFMT='| %-26s | %-36s | %8s | %9s | %7s | %13s |\n'
+LATFMT='| %-26s | %-19s | %8s | %8s | %11s | %11s |\n'
+
+# table OFFLOADS: every case RUNS times, round by round, with the
+# instances' offloads on or off; prints the tables
+table() {
+	local offl=$1 i t s k bw p50 p99 got sent
+	declare -A R=() M=()
+	tb_offloads "$offl" || fail "offloads $offl"
+	for ((i = 1; i <= RUNS; i++)); do
+		log "offloads $offl: round $i of $RUNS"
+		read -r got sent <<<"$(udp_bw)"
+		R[udp]+="$got"$'\n'
+		R[udp_sent]+="$sent"$'\n'
+		R[cubic]+="$(iperf3_gbps cubic)"$'\n'
+		R[bbr]+="$(iperf3_gbps bbr)"$'\n'
+		for t in $TESTS; do
+			for s in $SIZES; do
+				read -r bw _ _ <<<"$(efi_perf "$t" -s "$s" -D "$DURATION")"
+				R[$t:$s]+="${bw:-fail}"$'\n'
+			done
+		done
+		read -r p50 p99 <<<"$(udp_lat)"
+		R[udp_p50]+="${p50:-fail}"$'\n'
+		R[udp_p99]+="${p99:-fail}"$'\n'
+		read -r _ p50 p99 <<<"$(efi_perf send_lat -s 8 -D "$DURATION")"
+		R[efi_p50]+="${p50:-fail}"$'\n'
+		R[efi_p99]+="${p99:-fail}"$'\n'
+		log "  UDP $got (sent $sent), cubic $(printf '%s' "${R[cubic]}" | tail -n 1)," \
+			"bbr $(printf '%s' "${R[bbr]}" | tail -n 1) Gb/s;" \
+			"EFI$(for t in $TESTS; do for s in $SIZES; do printf ' %s %s %s' "$t" "$s" \
+				"$(printf '%s' "${R[$t:$s]}" | tail -n 1)"; done; done);" \
+			"ping-pong p50/p99 UDP $(printf '%s' "${R[udp_p50]}" | tail -n 1)/$(printf '%s' "${R[udp_p99]}" | tail -n 1)" \
+			"EFI $(printf '%s' "${R[efi_p50]}" | tail -n 1)/$(printf '%s' "${R[efi_p99]}" | tail -n 1) us"
+	done
+	for k in "${!R[@]}"; do
+		M[$k]=$(printf '%s' "${R[$k]}" | median)
+	done
+
+	echo
+	if [ "$offl" = on ]; then
+		printf 'offloads on: the instances'"'"' offloads as the kernel sets them (TSO/GSO on; TCP as users run it)\n'
+	else
+		printf 'offloads off: the per-packet setting, gso_max_segs 1 on efi0 (no super-packets leave an\ninstance, for TCP, UDP GSO and EFI alike; this slows TCP'"'"'s sender down: not how users run it)\n'
+	fi
+	printf 'medians of %s runs of %s s, interleaved; server pinned to CPU %s, client to CPU %s;\n' \
+		"$RUNS" "$DURATION" "$SERVER_CPU" "$CLIENT_CPU"
+	printf 'instance a of host 2 -> instance a of host 1 (%s), one path, efi0 MTU %s\n' "$IP_A" "$MTU"
+	printf "$ROWFMT" "case" "how" "Gb/s" "EFI/cubic" "EFI/bbr" "EFI/UDP limit"
+	printf '%s\n' "|---|---|--:|--:|--:|--:|"
+	printf "$ROWFMT" "UDP limit (udp-limit)" "GSO 64 KB of $SEG B, GRO; sent $(num 3 "${M[udp_sent]}")" \
+		"$(num 3 "${M[udp]}")" "" "" ""
+	printf "$ROWFMT" "TCP cubic (iperf3)" "-C cubic -l 64K" "$(num 3 "${M[cubic]}")" "" "" ""
+	printf "$ROWFMT" "TCP bbr (iperf3)" "-C bbr -l 64K" "$(num 3 "${M[bbr]}")" "" "" ""
+	for t in $TESTS; do
+		for s in $SIZES; do
+			k=$t:$s
+			printf "$ROWFMT" "EFI $t" "efi-perf -s $s" "$(num 3 "${M[$k]}")" \
+				"$(ratio "${M[$k]}" "${M[cubic]}")" "$(ratio "${M[$k]}" "${M[bbr]}")" \
+				"$(ratio "${M[$k]}" "${M[udp]}")"
+		done
+	done
+	echo
+	printf "$LATFMT" "8 B ping-pong, half RTT" "how" "p50 us" "p99 us" "p50 EFI/UDP" "p99 EFI/UDP"
+	printf '%s\n' "|---|---|--:|--:|--:|--:|"
+	printf "$LATFMT" "UDP limit (udp-limit)" "ping/pong, spinning" "$(num 2 "${M[udp_p50]}")" \
+		"$(num 2 "${M[udp_p99]}")" "" ""
+	printf "$LATFMT" "EFI send_lat" "efi-perf -s 8" "$(num 2 "${M[efi_p50]}")" "$(num 2 "${M[efi_p99]}")" \
+		"$(ratio "${M[efi_p50]}" "${M[udp_p50]}")" "$(ratio "${M[efi_p99]}" "${M[udp_p99]}")"
+	echo
+}
+
+for offl in $TABLES; do
+	table "$offl"
+done
+cat <<'EOF'
+(Gb/s: higher is better; the ratios are EFI's median over the baseline's.
+ UDP limit: bench/udp-limit, what one receiving socket got from one sending
+ socket ("sent": what the sender pushed; more means the receiving socket
+ dropped the rest).  Latency: half the round trip, microseconds, lower is
+ better.  "fail": no run gave a number.)
+EOF
