@@ -48,6 +48,11 @@
 #define APP_GRACE_NS	(15ull * 1000)
 #define APP_TAKES_STREAK 4
 #define BUSY_TICK_NS	(1000ull * 1000)
+/* After a run that handled datagrams the thread looks at the wire again
+ * for this long before it sleeps: in a stream the next datagrams come
+ * within microseconds, and a sleep and wake-up per burst (a context switch
+ * each, 12% of a receiver's CPU in a profile) cost more than the look. */
+#define SPIN_NS		(30ull * 1000)
 #define IDLE_TICK_NS	(50ull * 1000 * 1000)
 
 static bool app_polling(struct efi_context_int *ctx)
@@ -102,6 +107,7 @@ static void *progress_main(void *arg)
 {
 	struct efi_context_int *ctx = arg;
 	unsigned app_took = 0; /* wake-ups in a row the application served */
+	uint64_t spin_until = 0; /* look without sleeping until then */
 
 	/* the grace period is 15 µs: the default 50 µs timer slack would
 	 * triple it (affects this thread only) */
@@ -135,8 +141,13 @@ static void *progress_main(void *arg)
 		 * changes how long this sleep lasts.  Datagrams the wire holds
 		 * beyond the last batch do not wake a sleeper: no sleep then. */
 		tick = __atomic_load_n(&ctx->busy, __ATOMIC_RELAXED) ? BUSY_TICK_NS : IDLE_TICK_NS;
-		if (!efi_wire_pending(ctx->wire) && !nap(ctx, true, tick, &wire_ready))
+		if (efi_now_ns() < spin_until && !efi_wire_pending(ctx->wire)) {
+			struct pollfd pfd = { .fd = efi_wire_fd(ctx->wire), .events = POLLIN };
+			if (poll(&pfd, 1, 0) <= 0)
+				continue;	/* nothing yet: look again */
+		} else if (!efi_wire_pending(ctx->wire) && !nap(ctx, true, tick, &wire_ready)) {
 			break;
+		}
 		if (atomic_load(&ctx->stopping))
 			break;
 		/* The application started polling while we slept: it
@@ -144,7 +155,8 @@ static void *progress_main(void *arg)
 		if (app_polling(ctx))
 			continue;
 		pthread_mutex_lock(&ctx->lock);
-		efi_xport_run(ctx);
+		if (efi_xport_run(ctx) > 0)
+			spin_until = efi_now_ns() + SPIN_NS;
 		pthread_mutex_unlock(&ctx->lock);
 	}
 	return NULL;

@@ -131,6 +131,18 @@ struct udp_wire {
 		char buf[CMSG_SPACE(sizeof(int))];	/* UDP_SEGMENT: u16; UDP_GRO: int */
 		struct cmsghdr align;
 	} ctrl[UDP_BATCH];
+	/* Receive's own messages, set up once (udp_rx_init): a call only
+	 * points them at free buffers and resets what the kernel wrote. */
+	struct mmsghdr rx_msgs[UDP_BATCH];
+	struct iovec rx_iov[UDP_BATCH];
+	union {
+		struct sockaddr_in6 in6;
+		struct sockaddr_in in;
+	} rx_names[UDP_BATCH];
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} rx_ctrl[UDP_BATCH];
 };
 
 static inline struct udp_wire *to_udp(struct efi_wire *w)
@@ -172,19 +184,21 @@ static socklen_t udp_fill_name(struct udp_wire *u, unsigned i, const struct sock
 	return sizeof(struct sockaddr_in);
 }
 
-/* The received source address as the IPv6 form wire.h promises. */
-static void udp_read_name(const struct udp_wire *u, unsigned i, socklen_t len,
-			  struct sockaddr_in6 *peer)
+/* The received source address (name, len) as the IPv6 form wire.h promises. */
+static void udp_read_name(const void *name, socklen_t len, struct sockaddr_in6 *peer)
 {
+	const struct sockaddr_in6 *in6 = name;
+	const struct sockaddr_in *in = name;
+
 	memset(peer, 0, sizeof(*peer));
 	peer->sin6_family = AF_INET6;
-	if (u->names[i].in6.sin6_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
-		*peer = u->names[i].in6;
-	} else if (u->names[i].in.sin_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
-		peer->sin6_port = u->names[i].in.sin_port;
+	if (in6->sin6_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		*peer = *in6;
+	} else if (in->sin_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		peer->sin6_port = in->sin_port;
 		peer->sin6_addr.s6_addr[10] = 0xff;
 		peer->sin6_addr.s6_addr[11] = 0xff;
-		memcpy(&peer->sin6_addr.s6_addr[12], &u->names[i].in.sin_addr, 4);
+		memcpy(&peer->sin6_addr.s6_addr[12], &in->sin_addr, 4);
 	}
 }
 
@@ -376,30 +390,22 @@ static unsigned udp_recv_chunk(struct udp_wire *u, unsigned lane, unsigned n, bo
 	int r;
 
 	for (unsigned i = 0; i < n; i++) {
-		struct msghdr *h = &u->msgs[i].msg_hdr;
+		struct msghdr *h = &u->rx_msgs[i].msg_hdr;
 
-		u->iov[i].iov_base = u->rxmem + (size_t)(u->rx_used + i) * UDP_RX_BUF;
-		u->iov[i].iov_len = UDP_RX_BUF;
-		memset(h, 0, sizeof(*h));
-		memset(&u->names[i], 0, sizeof(u->names[i]));
-		h->msg_name = &u->names[i];
-		h->msg_namelen = sizeof(u->names[i]);
-		h->msg_iov = &u->iov[i];
-		h->msg_iovlen = 1;
-		if (u->gro) {
-			h->msg_control = u->ctrl[i].buf;
-			h->msg_controllen = sizeof(u->ctrl[i].buf);
-		}
+		u->rx_iov[i].iov_base = u->rxmem + (size_t)(u->rx_used + i) * UDP_RX_BUF;
+		h->msg_namelen = sizeof(u->rx_names[i]);
+		h->msg_controllen = u->gro ? sizeof(u->rx_ctrl[i].buf) : 0;
+		h->msg_flags = 0;
 	}
-	r = recvmmsg(fd, u->msgs, n, MSG_DONTWAIT, NULL);
+	r = recvmmsg(fd, u->rx_msgs, n, MSG_DONTWAIT, NULL);
 	if (r < 0) {
 		*err = errno;
 		return 0;
 	}
 	*more = (unsigned)r == n;
 	for (unsigned i = 0; i < (unsigned)r; i++) {
-		const struct msghdr *h = &u->msgs[i].msg_hdr;
-		uint32_t len = u->msgs[i].msg_len, seg;
+		const struct msghdr *h = &u->rx_msgs[i].msg_hdr;
+		uint32_t len = u->rx_msgs[i].msg_len, seg;
 		struct udp_rx_msg *m;
 
 		if (h->msg_flags & MSG_TRUNC) {
@@ -410,11 +416,11 @@ static unsigned udp_recv_chunk(struct udp_wire *u, unsigned lane, unsigned n, bo
 		m = &u->pend[lane].msg[(u->pend[lane].head + u->pend[lane].count++) % UDP_BATCH];
 		/* one writer (under the transport's lock), racy readers */
 		__atomic_store_n(&u->pending, u->pending + 1, __ATOMIC_RELAXED);
-		m->next = u->iov[i].iov_base;
+		m->next = u->rx_iov[i].iov_base;
 		m->left = len;
 		m->seg = seg && seg < len ? seg : len;
 		m->lane = (uint8_t)lane;
-		udp_read_name(u, i, h->msg_namelen, &m->peer);
+		udp_read_name(&u->rx_names[i], h->msg_namelen, &m->peer);
 	}
 	u->rx_used += (unsigned)r;
 	return (unsigned)r;
@@ -572,6 +578,20 @@ static int udp_poll_fd(const struct efi_wire *w)
 	return u->nlanes > 1 ? u->epoll_fd : u->lane_fd[0];
 }
 
+/* Sets up the receive messages: each its own name, control and iovec. */
+static void udp_rx_init(struct udp_wire *u)
+{
+	for (unsigned i = 0; i < UDP_BATCH; i++) {
+		struct msghdr *h = &u->rx_msgs[i].msg_hdr;
+
+		u->rx_iov[i].iov_len = UDP_RX_BUF;
+		h->msg_name = &u->rx_names[i];
+		h->msg_iov = &u->rx_iov[i];
+		h->msg_iovlen = 1;
+		h->msg_control = u->rx_ctrl[i].buf;
+	}
+}
+
 static bool udp_pending(const struct efi_wire *w)
 {
 	const struct udp_wire *u = (const struct udp_wire *)w;
@@ -698,6 +718,7 @@ struct efi_wire *efi_wire_udp_create_lanes(const int *fds, unsigned n)
 			setsockopt(fds[i], SOL_UDP, UDP_GRO, &off, sizeof(off));
 		}
 	}
+	udp_rx_init(u);
 	/* The socket buffers stay as efid sized them (SO_*BUFFORCE). */
 	return &u->base;
 }
