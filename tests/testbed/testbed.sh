@@ -423,6 +423,24 @@ tb_offloads() {
 	done < <(_tb_get inst)
 }
 
+# tb_router_segments on|off: whether the routers segment what they forward
+# onto the ports (on, the default: droppers see wire packets, loss is per
+# packet) or forward super-packets whole as a plain bridge does (off: a
+# clean network's ceiling, for benchmarks without loss; the droppers then
+# count super-packets).
+tb_router_segments() {
+	local segs dev h _p hn up f
+	case ${1:-} in
+	on) segs=1 ;;
+	off) segs=65535 ;;
+	*) echo "testbed.sh: router segments on or off, not '${1:-}'" >&2; return 2 ;;
+	esac
+	while read -r dev _ _ hn up f _; do
+		ip -n "$hn" link set dev "$up" gso_max_segs "$segs" &&
+			ip -n "$f" link set dev "$dev" gso_max_segs "$segs" || return 1
+	done < <(_tb_get port)
+}
+
 # tb_link PORT down|up
 tb_link() {
 	_tb_port "$1" || return
