@@ -179,6 +179,10 @@ struct efi_context *efi_context_create(struct efi_wire *wire, const struct efi_c
 	if (ctx->p.cc_spec[0])
 		(void)efi_cc_params_parse(&ctx->ccp, ctx->p.cc_spec);
 	{
+		const char *seg = getenv("EFI_LINK_SEG");
+		ctx->link_seg = !(seg && strcmp(seg, "0") == 0);
+	}
+	{
 		const char *spec = getenv("EFI_CC");
 		if (spec && *spec && efi_cc_params_parse(&ctx->ccp, spec)) {
 			r = EINVAL;

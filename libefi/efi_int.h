@@ -129,6 +129,27 @@ static inline enum efi_mtu efi_active_mtu(uint32_t link_mtu)
 	return (enum efi_mtu)m;
 }
 
+/* The largest segment a QP uses: what the packet buffers (EFI_PKTBUF_SIZE,
+ * the reorder buffer's EFI_REORDER_PKT_MAX) hold with headers. */
+#define EFI_MAX_SEG		4096u
+
+/* Payload bytes per packet of a QP with this path_mtu on a link of
+ * link_mtu bytes (ipv6: the peer's address family).  A path_mtu below the
+ * port's active_mtu is the application's limit, in bytes of the enum.  A
+ * path_mtu equal to it says "as large as the port takes": the verbs enum
+ * cannot say 1424 (a 1500-byte link's room), so with link_seg the segment
+ * fills the link, up to EFI_MAX_SEG; both ends compute the same when their
+ * links have the same MTU (docs/wire-format.md, "Segmentation").  0 if the
+ * link leaves no room. */
+static inline uint32_t efi_qp_seg(uint32_t link_mtu, bool ipv6, enum efi_mtu path_mtu, bool link_seg)
+{
+	uint32_t limit = (uint32_t)efi_mtu_to_num(path_mtu);
+
+	if (link_seg && path_mtu == efi_active_mtu(link_mtu))
+		limit = EFI_MAX_SEG;
+	return efi_pkt_seg_payload(link_mtu, ipv6, limit);
+}
+
 /* ---------------------------------------------------------------- context */
 
 struct efi_mr_int;
@@ -171,6 +192,9 @@ struct efi_context_int {
 	/* Congestion control and path parameters of every QP (read at open:
 	 * defaults, then $EFI_CC). */
 	struct efi_cc_params ccp;
+	/* Segments fill the link MTU when a QP's path_mtu is the port's
+	 * active_mtu (efi_qp_seg); false with EFI_LINK_SEG=0. */
+	bool link_seg;
 
 	/* MR table: open addressing by key (lkey == rkey). */
 	struct efi_mr_int **mr_slots;

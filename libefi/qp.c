@@ -411,8 +411,7 @@ int efi_modify_qp(struct efi_qp *pub, struct efi_qp_attr *a, int mask)
 		qp->peer.sin6_family = AF_INET6;
 		memcpy(&qp->peer.sin6_addr, dgid->raw, 16);
 		qp->peer.sin6_port = htons((uint16_t)efi_lane_port(ctx->p.port_base, 0, qp->attr.dest_qp_num));
-		qp->seg = efi_pkt_seg_payload(ctx->p.link_mtu, !gid_is_v4(dgid),
-					      (uint32_t)efi_mtu_to_num(qp->attr.path_mtu));
+		qp->seg = efi_qp_seg(ctx->p.link_mtu, !gid_is_v4(dgid), qp->attr.path_mtu, ctx->link_seg);
 		if (qp->seg == 0)
 			goto out;
 		qp->resp_op = RESP_IDLE;

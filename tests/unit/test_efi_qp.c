@@ -79,6 +79,28 @@ static void rts_attr(struct efi_qp_attr *a)
 	a->max_rd_atomic = 4;
 }
 
+/* Segment sizes: the link's room when path_mtu is the port's active_mtu
+ * (the verbs enum cannot say 1424), the enum's bytes below it, the old
+ * rule with EFI_LINK_SEG=0, and never above EFI_MAX_SEG. */
+START_TEST(test_segment_size)
+{
+	/* 1500-byte link: active 1024; IPv4 1500 - 20 - 8 - 48, IPv6 - 40 */
+	ck_assert_int_eq(efi_active_mtu(1500), EFI_MTU_1024);
+	ck_assert_uint_eq(efi_qp_seg(1500, false, EFI_MTU_1024, true), 1424);
+	ck_assert_uint_eq(efi_qp_seg(1500, true, EFI_MTU_1024, true), 1404);
+	ck_assert_uint_eq(efi_qp_seg(1500, false, EFI_MTU_512, true), 512);
+	ck_assert_uint_eq(efi_qp_seg(1500, false, EFI_MTU_1024, false), 1024);
+	/* GCP's 1460 */
+	ck_assert_uint_eq(efi_qp_seg(1460, false, EFI_MTU_1024, true), 1384);
+	/* jumbo: the packet buffers' limit */
+	ck_assert_int_eq(efi_active_mtu(9000), EFI_MTU_4096);
+	ck_assert_uint_eq(efi_qp_seg(9000, false, EFI_MTU_4096, true), EFI_MAX_SEG);
+	ck_assert_uint_eq(efi_qp_seg(9000, false, EFI_MTU_2048, true), 2048);
+	/* the smallest link with an active 1024: exactly 1024 */
+	ck_assert_uint_eq(efi_qp_seg(1100, false, EFI_MTU_1024, true), 1024);
+}
+END_TEST
+
 START_TEST(test_legal_path)
 {
 	struct efi_qp_attr a, q;
@@ -380,6 +402,7 @@ static Suite *suite(void)
 	Suite *s = suite_create("efi_qp");
 	TCase *tc = tcase_create("qp");
 	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_segment_size);
 	tcase_add_test(tc, test_legal_path);
 	tcase_add_test(tc, test_illegal_transitions);
 	tcase_add_test(tc, test_post_states);
