@@ -429,6 +429,41 @@ static struct efi_txrec *oldest_inflight(struct efi_qp_int *qp)
 	return NULL;
 }
 
+/*
+ * Whether path i's silence is a queue, not a loss (ctx->lock held): its
+ * oldest packet in flight follows the response the oldest Read (or atomic)
+ * waits for.  The responder answers in PSN order, so whatever follows a
+ * Read waits for that Read's responses: with a window of Read chunks
+ * spread over four paths, each path's request waited for up to three
+ * chunks of other paths' responses (half a millisecond at 5 Gb/s), was
+ * suspected, asked again elsewhere and answered twice (read_bw 1M:
+ * ~1,000 suspicions per path and 19,000 duplicate requests in 3 s).  A
+ * request really lost behind the Read is found once the responses reach
+ * it: the path then carries the one waited for, and its silence counts.
+ */
+static bool queued_behind_read(struct efi_qp_int *qp, unsigned i)
+{
+	const struct efi_swqe *head;
+	uint32_t psn = qp->snd_una, waited;
+
+	if (qp->sq_head == qp->sq_started || !qp->rd_outstanding)
+		return false;
+	head = &qp->sq[qp->sq_head & qp->sq_mask];
+	if (head->opcode != EFI_WR_RDMA_READ && head->opcode != EFI_WR_ATOMIC_CMP_AND_SWP &&
+	    head->opcode != EFI_WR_ATOMIC_FETCH_AND_ADD)
+		return false;
+	/* the response it waits for (all but a Read's last are full) */
+	waited = head->opcode == EFI_WR_RDMA_READ ? efi_psn_add(head->first_psn, head->read_done / qp->seg)
+						  : head->first_psn;
+	for (unsigned n = 0; n < EFI_TXREC_SLOTS && efi_psn_before(psn, qp->snd_nxt); n++) {
+		const struct efi_txrec *r = rec_of(qp, psn);
+		if (r && r->state == EFI_TX_INFLIGHT && path_of(qp, r->path) == i)
+			return efi_psn_after(psn, waited);
+		psn = efi_psn_add(psn, 1);
+	}
+	return false;
+}
+
 /* Reordering timer, tail-loss probe, path health.  The retransmission
  * timeout itself is efi_req_timers' (it owns the verbs retry semantics). */
 void efi_retx_timers(struct efi_qp_int *qp, uint64_t now)
@@ -444,6 +479,14 @@ void efi_retx_timers(struct efi_qp_int *qp, uint64_t now)
 		 * them twice; the tail-loss probe and the timeout handle it. */
 		if (qp->last_answer_ns <= qp->paths[i].quiet_since_ns)
 			continue;
+		/* Due for suspicion, but waiting in the responder's queue
+		 * behind a Read: its clock starts when its turn comes. */
+		if (qp->paths[i].state == EFI_PATH_ACTIVE && qp->paths[i].inflight &&
+		    now - qp->paths[i].quiet_since_ns >= efi_path_suspect_after_ns(&qp->paths[i], cp) &&
+		    queued_behind_read(qp, i)) {
+			qp->paths[i].quiet_since_ns = now;
+			continue;
+		}
 		if (!efi_path_check(&qp->paths[i], cp, now))
 			continue;
 		EFI_TRACE("suspect qp %x path %u at %llu us: inflight %u srtt %llu us\n", qp->pub.qp_num, i,
