@@ -63,6 +63,11 @@ static inline uint32_t efi_lane_port(uint32_t port_base, unsigned lane, uint32_t
 /* Response packets one Read request asks for at most (a longer Read is
  * split into several requests). */
 #define EFI_READ_CHUNK		64u
+/* How far ahead of the one expected a Read response is placed at once
+ * (a power of two, a multiple of 64); one this far ahead or more says the
+ * expected one was lost: it is asked for again. */
+#define EFI_RD_EARLY		256u
+#define EFI_RD_GAP_RESEND	16u
 /* Per-PSN send records kept (a power of two ≥ EFI_SEND_WINDOW). */
 #define EFI_TXREC_SLOTS		1024u
 /* Entries of a responder's output queue (ACKs, NAKs, Read responses, atomic
@@ -402,6 +407,14 @@ struct efi_qp_int {
 	bool ack_high_valid;
 	uint32_t implied_nak_psn;	/* the Read/atomic (first PSN) asked for again */
 	bool implied_nak_valid;
+	/* requester: Read responses that came ahead of the one expected
+	 * (over lanes, a chunk's first responses overtake the last of the one
+	 * before) are placed at once and remembered here, for one Read at a
+	 * time: bit psn % EFI_RD_EARLY of the Read whose first PSN is
+	 * rd_early_first, for PSNs within EFI_RD_EARLY of the one expected. */
+	bool rd_early_valid;
+	uint32_t rd_early_first;
+	uint64_t rd_early[EFI_RD_EARLY / 64];
 	struct efi_txrec *txrec;
 	/* selective retransmission, congestion control, paths (retx.c) */
 	struct efi_path paths[EFI_MAX_PATHS];

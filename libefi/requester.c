@@ -72,6 +72,8 @@ static void pop_head(struct efi_qp_int *qp, enum efi_wc_status st)
 		return;
 	if (wqe_is_rd(w) && qp->rd_outstanding)
 		qp->rd_outstanding--;
+	if (qp->rd_early_valid && qp->rd_early_first == w->first_psn)
+		qp->rd_early_valid = false;
 	qp->sq_head = (qp->sq_head + 1) & qp->sq_mask;
 	efi_complete_send(qp, w, st);
 }
@@ -186,6 +188,62 @@ static void ack_upto(struct efi_qp_int *qp, uint32_t a, uint64_t now)
 	}
 }
 
+/* Bytes the Read response psn of w carries: a full segment, but the last. */
+static uint32_t rd_resp_len(const struct efi_qp_int *qp, const struct efi_swqe *w, uint32_t psn)
+{
+	uint64_t off = (uint64_t)efi_psn_diff(psn, w->first_psn) * qp->seg;
+	return w->length - off < qp->seg ? (uint32_t)(w->length - off) : qp->seg;
+}
+
+static bool rd_early_has(const struct efi_qp_int *qp, const struct efi_swqe *w, uint32_t psn)
+{
+	unsigned b = psn % EFI_RD_EARLY;
+	return qp->rd_early_valid && qp->rd_early_first == w->first_psn &&
+	       (qp->rd_early[b / 64] >> (b % 64) & 1);
+}
+
+/* A Read response ahead of the one expected (expect < p < expect +
+ * EFI_RD_EARLY, of w): checked as an in-order one would be, placed at its
+ * offset, remembered.  False if it cannot be (another Read holds the early
+ * set, or it is malformed): the caller drops it. */
+static bool rd_take_early(struct efi_qp_int *qp, struct efi_swqe *w, const struct efi_pkt *pkt)
+{
+	uint32_t p = pkt->psn;
+	unsigned b = p % EFI_RD_EARLY;
+
+	if (qp->rd_early_valid && qp->rd_early_first != w->first_psn)
+		return false;
+	if (efi_psn_after(p, wqe_last_psn(w)) || pkt->payload_len != rd_resp_len(qp, w, p) ||
+	    ((pkt->flags & EFI_PKT_F_LAST) != 0) != (p == wqe_last_psn(w)))
+		return false;
+	if (!qp->rd_early_valid) {
+		memset(qp->rd_early, 0, sizeof(qp->rd_early));
+		qp->rd_early_valid = true;
+		qp->rd_early_first = w->first_psn;
+	}
+	efi_sge_copy_in(w->sge, w->num_sge, (uint32_t)efi_psn_diff(p, w->first_psn) * qp->seg,
+			pkt->payload, (uint32_t)pkt->payload_len);
+	qp->rd_early[b / 64] |= UINT64_C(1) << (b % 64);
+	return true;
+}
+
+/* After the expected response of w was taken: takes the early ones that
+ * now follow it.  Returns the PSN of the last response taken. */
+static uint32_t rd_drain_early(struct efi_qp_int *qp, struct efi_swqe *w, uint32_t p)
+{
+	while (!w->resp_done) {
+		uint32_t next = efi_psn_add(p, 1);
+		unsigned b = next % EFI_RD_EARLY;
+		if (!rd_early_has(qp, w, next))
+			break;
+		qp->rd_early[b / 64] &= ~(UINT64_C(1) << (b % 64));
+		w->read_done += rd_resp_len(qp, w, next);
+		w->resp_done = next == wqe_last_psn(w);
+		p = next;
+	}
+	return p;
+}
+
 /* Handles a response packet (ACK, NAK, Read response, atomic ACK). */
 static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, uint64_t now)
 {
@@ -276,15 +334,29 @@ static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, ui
 	head = qp->sq_head == idx;
 	expect = rd_expected(qp, w);
 	if (w->resp_done || p != expect) {
-		/* A response ahead of the one expected: one went missing.  Ask
-		 * again from there, once per gap. */
-		if (!w->resp_done && efi_psn_after(p, expect) &&
+		bool ahead = !w->resp_done && efi_psn_after(p, expect);
+		int32_t dist = efi_psn_diff(p, expect);
+
+		/* A response ahead of the one expected: lanes reorder, so it is
+		 * placed now and the gap waits for its response; far enough
+		 * ahead, the expected one was lost: ask again from there, once
+		 * per gap. */
+		bool taken = false;
+
+		if (ahead && w->opcode == EFI_WR_RDMA_READ && dist < (int32_t)EFI_RD_EARLY &&
+		    !rd_early_has(qp, w, p) && rd_take_early(qp, w, pkt)) {
+			/* The scoreboard is left alone: the request of the
+			 * gap may be the very one to send again. */
+			taken = true;
+		}
+		if (ahead && (w->opcode != EFI_WR_RDMA_READ || dist >= (int32_t)EFI_RD_GAP_RESEND) &&
 		    !(qp->gap_nak_valid && qp->gap_nak_psn == expect)) {
 			qp->gap_nak_valid = true;
 			qp->gap_nak_psn = expect;
 			efi_retx_resend(qp, expect);
 		}
-		efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
+		if (!taken)
+			efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
 		return;
 	}
 	if (pkt->opcode == EFI_OP_ATOMIC_ACK) {
@@ -307,6 +379,7 @@ static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, ui
 		efi_sge_copy_in(w->sge, w->num_sge, w->read_done, pkt->payload, (uint32_t)pkt->payload_len);
 		w->read_done += (uint32_t)pkt->payload_len;
 		w->resp_done = last;
+		p = rd_drain_early(qp, w, p);
 	}
 	if (!head) {
 		/* Its request arrived: RACK must not send it again. */
