@@ -190,6 +190,9 @@ struct efi_context_int {
 	struct efi_qp_int **qps;	/* EFI_QPN_PER_BLOCK, by qp_index */
 	unsigned nqp;
 	struct efi_qp_int *qp_list;	/* every QP, for timers and transmission */
+	struct efi_qp_int *qp_first;	/* where the next transport run starts in qp_list
+					 * (NULL: at its head): the QPs take turns at
+					 * going first */
 	bool busy;			/* a QP has unacknowledged or queued work */
 	uint32_t next_qp_index;
 	uint32_t next_pd_handle, next_cq_handle;

@@ -464,6 +464,8 @@ int efi_destroy_qp(struct efi_qp *pub)
 	qp_flush(qp);
 	ctx->qps[qp->pub.qp_num & (EFI_QPN_PER_BLOCK - 1)] = NULL;
 	ctx->nqp--;
+	if (ctx->qp_first == qp)
+		ctx->qp_first = qp->next_active;
 	if (qp->prev_active)
 		qp->prev_active->next_active = qp->next_active;
 	else
