@@ -64,35 +64,9 @@ IP_A=$(tb_addr 1 a)
 # message at a time the congestion window never limits anything).
 SOCKPERF_CC=$(tb_exec 2 a cat /proc/sys/net/ipv4/tcp_congestion_control)
 
-# server in A (host 1), client in B (host 2); the client's data flows to A
-srv() { tb_exec 1 a taskset -c "$SERVER_CPU" "$@"; }
-cli() { tb_exec 2 a taskset -c "$CLIENT_CPU" "$@"; }
-listening() { [ -n "$(tb_exec 1 a ss -Hltn "sport = :$1")" ]; }
-not_listening() { ! listening "$1"; }
-median() { grep -E '^[0-9.]+$' | sort -g | awk '{v[NR] = $1} END {print NR ? v[int((NR + 1) / 2)] : "fail"}'; }
-
-# efi_perf TEST ARGS...: one run; "bw p50 p99" fields of its JSON (or
-# nothing when it failed, e.g. retry counter exceeded under heavy loss)
-efi_perf() {
-	local test=$1 spid out
-	shift
-	srv timeout $((DURATION + 30)) "$EFI_PERF" "$test" >/dev/null 2>&1 &
-	spid=$!
-	out=$(cli timeout $((DURATION + 30)) "$EFI_PERF" "$test" --json "$@" "$IP_A" 2>/dev/null)
-	wait "$spid" 2>/dev/null
-	jq -r '.results[0] | "\(.bw_avg_gbps // "-") \(.t_typical_us // "-") \(.t_p99_us // "-")"' <<<"$out" 2>/dev/null
-}
-
-# iperf3_gbps CC: one run of iperf3 with that congestion control
-iperf3_gbps() {
-	local spid out cc=$1
-	srv timeout $((DURATION + 30)) iperf3 -s -1 -B "$IP_A" >/dev/null 2>&1 &
-	spid=$!
-	wait_for 10000 "iperf3 server" listening 5201
-	out=$(cli timeout $((DURATION + 30)) iperf3 -c "$IP_A" -t "$DURATION" -l 64K -C "$cc" --json 2>/dev/null)
-	wait "$spid" 2>/dev/null
-	jq -r '.end.sum_received.bits_per_second / 1e9 * 1000 | round / 1000' <<<"$out" 2>/dev/null
-}
+# srv, cli, listening, median, efi_perf, iperf3_gbps, num, ratio
+# shellcheck source=bench/pair.sh
+. "$(dirname "$0")/pair.sh"
 
 # sockperf_lat: "p50 p99", one way (sockperf halves the round trip)
 # The server is stopped by its command line: $! is the subshell of srv, and
@@ -158,9 +132,6 @@ effective_loss() {
 # the table's rows (markdown)
 ROWFMT='| %-22s | %7s | %6s | %9s | %8s | %5s | %8s | %5s | %9s | %8s | %5s | %9s | %8s | %5s |\n'
 
-# num DECIMALS VALUE: VALUE rounded, or as it is when not a number
-num() { awk -v d="$1" -v v="$2" 'BEGIN {if (v ~ /^[0-9.]+$/) printf "%.*f", d, v; else printf "%s", v}'; }
-
 # tail_drops: packets the tbf bottlenecks of host 1's ports dropped so far
 tail_drops() {
 	local port n=0 d
@@ -169,11 +140,6 @@ tail_drops() {
 		n=$((n + ${d:-0}))
 	done
 	echo "$n"
-}
-
-ratio() {
-	awk -v a="$1" -v b="$2" 'BEGIN {
-		if (a !~ /^[0-9.]+$/ || b !~ /^[0-9.]+$/ || b == 0) print "-"; else printf "%.2f", a / b }'
 }
 
 declare -A ROW M

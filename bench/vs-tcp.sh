@@ -74,35 +74,10 @@ IP_A=$(tb_addr 1 a)
 MTU=$(tb_exec 2 a cat /sys/class/net/efi0/mtu) || fail "no MTU of efi0"
 SEG=$((MTU - 28))
 
-# server in A (host 1), client in B (host 2); the client's data flows to A
-srv() { tb_exec 1 a taskset -c "$SERVER_CPU" "$@"; }
-cli() { tb_exec 2 a taskset -c "$CLIENT_CPU" "$@"; }
-listening() { [ -n "$(tb_exec 1 a ss -Hltn "sport = :$1")" ]; }
+# srv, cli, listening, median, efi_perf, iperf3_gbps, num, ratio
+# shellcheck source=bench/pair.sh
+. "$(dirname "$0")/pair.sh"
 bound_udp() { [ -n "$(tb_exec 1 a ss -Hlun "sport = :$1")" ]; }
-median() { grep -E '^[0-9.]+$' | sort -g | awk '{v[NR] = $1} END {print NR ? v[int((NR + 1) / 2)] : "fail"}'; }
-
-# efi_perf TEST ARGS...: one run; "bw p50 p99" fields of its JSON (or
-# nothing when it failed)
-efi_perf() {
-	local test=$1 spid out
-	shift
-	srv timeout $((DURATION + 30)) "$EFI_PERF" "$test" >/dev/null 2>&1 &
-	spid=$!
-	out=$(cli timeout $((DURATION + 30)) "$EFI_PERF" "$test" --json "$@" "$IP_A" 2>/dev/null)
-	wait "$spid" 2>/dev/null
-	jq -r '.results[0] | "\(.bw_avg_gbps // "-") \(.t_typical_us // "-") \(.t_p99_us // "-")"' <<<"$out" 2>/dev/null
-}
-
-# iperf3_gbps CC: one run of iperf3 with that congestion control
-iperf3_gbps() {
-	local spid out cc=$1
-	srv timeout $((DURATION + 30)) iperf3 -s -1 -B "$IP_A" >/dev/null 2>&1 &
-	spid=$!
-	wait_for 10000 "iperf3 server" listening 5201
-	out=$(cli timeout $((DURATION + 30)) iperf3 -c "$IP_A" -t "$DURATION" -l 64K -C "$cc" --json 2>/dev/null)
-	wait "$spid" 2>/dev/null
-	jq -r '.end.sum_received.bits_per_second / 1e9 * 1000 | round / 1000' <<<"$out" 2>/dev/null
-}
 
 # udp_bw: one run of udp-limit send against udp-limit recv: "received sent"
 # Gb/s (the receiver's is the limit; the sender's shows what the receiving
@@ -128,14 +103,6 @@ udp_lat() {
 	out=$(cli timeout $((DURATION + 30)) "$UDP_LIMIT" ping "$IP_A" "$PING_PORT" "$DURATION" 2>/dev/null)
 	wait "$spid" 2>/dev/null
 	awk '$1 == "p50_us" {print $2, $4}' <<<"$out"
-}
-
-# num DECIMALS VALUE: VALUE rounded, or as it is when not a number
-num() { awk -v d="$1" -v v="$2" 'BEGIN {if (v ~ /^[0-9.]+$/) printf "%.*f", d, v; else printf "%s", v}'; }
-
-ratio() {
-	awk -v a="$1" -v b="$2" 'BEGIN {
-		if (a !~ /^[0-9.]+$/ || b !~ /^[0-9.]+$/ || b == 0) print "-"; else printf "%.2f", a / b }'
 }
 
 ROWFMT='| %-26s | %-36s | %8s | %9s | %7s | %13s |\n'
