@@ -434,6 +434,7 @@ struct efi_qp_int {
 	unsigned backoff;		/* RTO doublings in a row */
 	unsigned tlp_sent;		/* tail-loss probes since the last answer */
 	uint64_t last_answer_ns;	/* last response of any kind from the peer */
+	uint64_t answered_tx_ns;	/* send time of the newest request answered (its ts_echo) */
 	uint64_t silent_since_ns;	/* dead-peer clock: last answer or start of work */
 	uint64_t timers_ns;		/* when the timers last ran with work outstanding, 0: idle */
 	uint64_t last_tx_ns;		/* when the last request packets left (the tail-loss

@@ -78,7 +78,7 @@ static void delivered(struct efi_qp_int *qp, struct efi_txrec *r)
 
 void efi_retx_init(struct efi_qp_int *qp, uint64_t now)
 {
-	/* One path per lane: path i leaves from lane i to the peer's lane i. */
+	/* One path per lane: path i leaves from our lane i (xport.c, address_pkt). */
 	qp->npaths = qp->ctx->p.nlanes;
 	if (qp->npaths < 1)
 		qp->npaths = 1;
@@ -372,6 +372,8 @@ void efi_retx_after_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, u
 		qp->rto_at_ns = 0;
 	}
 	qp->last_answer_ns = qp->silent_since_ns = now;
+	if (pkt->ts_echo && pkt->ts_echo <= now && pkt->ts_echo > qp->answered_tx_ns)
+		qp->answered_tx_ns = pkt->ts_echo;
 	qp->tlp_sent = 0;
 	/* The request that caused this response left at ts_echo on path
 	 * echo and has arrived: what left that path before it and is still
@@ -473,11 +475,17 @@ void efi_retx_timers(struct efi_qp_int *qp, uint64_t now)
 	if (qp->rack_deadline_ns && now >= qp->rack_deadline_ns)
 		efi_retx_detect(qp, now);
 	for (unsigned i = 0; qp->npaths > 1 && i < qp->npaths; i++) {
-		/* Silence is a path's fault only while another path answers:
-		 * when every path goes quiet at once, the peer (or its CPU)
-		 * stalled, and moving packets between paths would only send
-		 * them twice; the tail-loss probe and the timeout handle it. */
-		if (qp->last_answer_ns <= qp->paths[i].quiet_since_ns)
+		/* Silence is a path's fault only while another path answers
+		 * what left after this one went quiet: when every path goes
+		 * quiet at once, the peer (or its CPU) stalled, and moving
+		 * packets between paths would only send them twice; the
+		 * tail-loss probe and the timeout handle it.  An answer that
+		 * merely arrives later is no evidence: after a stall of the
+		 * peer the first answers are to packets sent before it, and
+		 * counting them suspected every busy path of a 4-lane Write
+		 * on a loaded host (0.5-5 ms stalls, ~150 needless
+		 * retransmissions per second, 4 lanes slower than one). */
+		if (qp->answered_tx_ns <= qp->paths[i].quiet_since_ns)
 			continue;
 		/* Due for suspicion, but waiting in the responder's queue
 		 * behind a Read: its clock starts when its turn comes. */
