@@ -493,11 +493,22 @@ void efi_req_timers(struct efi_qp_int *qp, uint64_t now)
 	 * no longer holds; sending everything again cannot be wrong. */
 	if (qp->backoff)
 		efi_retx_unsack(qp, qp->snd_una);
-	efi_retx_rewind(qp, qp->snd_una);
-	if (!qp->rto_at_ns)
+	if (!qp->rto_at_ns) {
+		qp->rto_nxt = qp->snd_nxt;
 		for (unsigned i = 0; i < qp->npaths; i++)
 			qp->paths[i].cwnd_before_rto = qp->paths[i].cc.cwnd;
+	}
+	efi_retx_rewind(qp, qp->snd_una);
+	/* Nothing is in flight any more, and every path was silent alike:
+	 * their health clocks start again with what they carry next (a
+	 * clock left running from before a stall suspected a path for
+	 * packets sent a moment ago). */
+	for (unsigned i = 0; i < qp->npaths; i++) {
+		qp->paths[i].loss_unanswered = false;
+		qp->paths[i].quiet_since_ns = now;
+	}
 	qp->rto_at_ns = now;
+	qp->force_ackreq = true;	/* the probe asks for an answer at once */
 	for (unsigned i = 0; i < qp->npaths; i++)
 		efi_cc_on_timeout(&qp->paths[i].cc, &qp->ctx->ccp, now);
 	if (qp->backoff < EFI_MAX_BACKOFF)
@@ -552,6 +563,14 @@ bool efi_req_next(struct efi_qp_int *qp, uint64_t now, uint32_t *psn)
 	int path;
 
 	if (qp->rnr_wait)
+		return false;
+	/* After a timeout, one packet in flight until something answers
+	 * (TCP's loss window): most timeouts here are a stalled peer, not a
+	 * lost window, and a window sent again into a peer that does not
+	 * run only comes back as duplicates (~250 per 10 ms stall on a
+	 * loaded host).  The answer says which it was (efi_retx_after_
+	 * response: a spurious timeout's going back is undone). */
+	if (qp->rto_at_ns && qp->pipe)
 		return false;
 	if (!qp->have_lost && qp->snd_nxt == qp->snd_max && qp->sq_started == qp->sq_tail)
 		return false;	/* nothing to send (the responder side's usual case) */

@@ -347,6 +347,39 @@ bool efi_retx_next_lost(struct efi_qp_int *qp, uint32_t *out)
 	return false;
 }
 
+/*
+ * A spurious timeout's going back undone (RFC 4015's response: resume with
+ * new data, not with what is known to be on its way).  The timeout rewound
+ * snd_nxt to snd_una; what it has not sent again yet is still in flight,
+ * as the answer to a packet sent before the timeout shows, and sending it
+ * again only made duplicates: a peer descheduled for 10 ms on a loaded
+ * host cost a window (~250 packets) of them per stall.  Those records go
+ * back into the pipe with their first send times (RACK and the next
+ * timeout still find any of them that was really lost: the answered
+ * packet left after them).
+ */
+static void undo_rewind(struct efi_qp_int *qp, uint64_t now)
+{
+	uint32_t psn = qp->snd_nxt;
+
+	if (!efi_psn_before(qp->snd_nxt, qp->rto_nxt) || efi_psn_after(qp->rto_nxt, qp->snd_max))
+		return;
+	for (unsigned n = 0; n < EFI_TXREC_SLOTS && efi_psn_before(psn, qp->rto_nxt); n++) {
+		struct efi_txrec *r = rec_of(qp, psn);
+		uint32_t w;
+
+		psn = efi_psn_add(psn, 1);
+		if (!r || r->state != EFI_TX_NONE || !r->nsent)
+			continue;
+		w = r->npsn ? r->npsn : 1;
+		r->state = EFI_TX_INFLIGHT;
+		qp->pipe += w;
+		efi_path_on_send(&qp->paths[path_of(qp, r->path)], w, now);
+	}
+	EFI_TRACE("qp %x: spurious timeout, snd_nxt %x back to %x\n", qp->pub.qp_num, qp->snd_nxt, qp->rto_nxt);
+	qp->snd_nxt = qp->rto_nxt;
+}
+
 /* After a response was processed: the RTT sample, the window update and
  * loss detection. */
 void efi_retx_after_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, uint64_t now)
@@ -365,10 +398,12 @@ void efi_retx_after_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, u
 	 * the timeout was spurious (a stalled peer, not a loss), and the
 	 * windows it cut are given back (Eifel, RFC 3522). */
 	if (qp->rto_at_ns) {
-		if (pkt->ts_echo && pkt->ts_echo < qp->rto_at_ns)
+		if (pkt->ts_echo && pkt->ts_echo < qp->rto_at_ns) {
 			for (unsigned i = 0; i < qp->npaths; i++)
 				if (qp->paths[i].cwnd_before_rto > qp->paths[i].cc.cwnd)
 					qp->paths[i].cc.cwnd = qp->paths[i].cwnd_before_rto;
+			undo_rewind(qp, now);
+		}
 		qp->rto_at_ns = 0;
 	}
 	qp->last_answer_ns = qp->silent_since_ns = now;
