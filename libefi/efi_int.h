@@ -466,9 +466,38 @@ struct efi_qp_int {
 	bool ack_now;			/* an early packet arrived: ACK (with SACK) without delay */
 
 	struct efi_qp_int *next_active, *prev_active;	/* ctx->qp_list */
+
+	/* SRQ (srq.c): a QP created with one takes a receive WQE from it for
+	 * each message that needs one, into srq_wqe (its SGE array holds the
+	 * SRQ's max_sge), and keeps it until the message completes. */
+	struct efi_srq_int *srq;	/* NULL: the QP's own receive queue */
+	struct efi_rwqe srq_wqe;
+	bool srq_wqe_held;
 };
 
 #define qp_of(q) ((struct efi_qp_int *)(q))
+
+/* ------------------------------------------------------------------ SRQs */
+
+/* A shared receive queue (srq.c): a ring of receive WQEs like a QP's,
+ * guarded by ctx->lock as receive queues are. */
+struct efi_srq_int {
+	struct efi_srq pub;
+	struct efi_context_int *ctx;
+	struct efi_rwqe *rq;		/* ring of mask + 1 slots, one kept free */
+	uint32_t mask, head, tail;
+	uint32_t max_wr, max_sge;	/* as allocated */
+	uint32_t limit;			/* armed srq_limit, 0: disarmed */
+	efi_srq_limit_fn limit_event;
+	_Atomic int users;		/* QPs created with it */
+};
+
+#define srq_of(s) ((struct efi_srq_int *)(s))
+
+/* Moves the SRQ's oldest WQE into *into (whose SGE array holds max_sge),
+ * firing the limit event if that leaves fewer than an armed limit (ctx->lock
+ * held).  false if the SRQ is empty. */
+bool efi_srq_take(struct efi_srq_int *srq, struct efi_rwqe *into);
 
 /* qp.c */
 /* Moves the QP to ERR and flushes both queues (ctx->lock held). */

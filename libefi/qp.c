@@ -29,6 +29,7 @@ static void qp_free_queues(struct efi_qp_int *qp)
 	if (qp->rq)
 		for (uint32_t i = 0; i <= qp->rq_mask; i++)
 			free(qp->rq[i].sge);
+	free(qp->srq_wqe.sge);
 	free(qp->sq);
 	free(qp->rq);
 	free(qp->txrec);
@@ -58,6 +59,9 @@ static int qp_alloc_queues(struct efi_qp_int *qp, const struct efi_qp_cap *cap)
 		if (!(qp->rq[i].sge = calloc(cap->max_recv_sge ? cap->max_recv_sge : 1,
 					     sizeof(struct efi_sge_int))))
 			return -ENOMEM;
+	/* the WQE taken from the SRQ for the message being received */
+	if (qp->srq && !(qp->srq_wqe.sge = calloc(qp->srq->max_sge, sizeof(struct efi_sge_int))))
+		return -ENOMEM;
 	return 0;
 }
 
@@ -69,9 +73,9 @@ struct efi_qp *efi_create_qp(struct efi_pd *pd, struct efi_qp_init_attr *ia)
 	struct efi_qp_cap cap;
 	uint32_t idx;
 
-	if (!pd || !ia || ia->qp_type != EFI_QPT_RC || !ia->send_cq || !ia->recv_cq || ia->srq ||
+	if (!pd || !ia || ia->qp_type != EFI_QPT_RC || !ia->send_cq || !ia->recv_cq ||
+	    (ia->srq && ia->srq->context != pd->context) ||
 	    ia->send_cq->context != pd->context || ia->recv_cq->context != pd->context ||
-	    ia->cap.max_send_wr == 0 || ia->cap.max_recv_wr == 0 ||
 	    ia->cap.max_send_wr > EFI_MAX_QP_WR || ia->cap.max_recv_wr > EFI_MAX_QP_WR ||
 	    ia->cap.max_send_sge > EFI_MAX_SGE || ia->cap.max_recv_sge > EFI_MAX_SGE ||
 	    ia->cap.max_inline_data > EFI_MAX_INLINE) {
@@ -80,12 +84,19 @@ struct efi_qp *efi_create_qp(struct efi_pd *pd, struct efi_qp_init_attr *ia)
 	}
 	ctx = ctx_of(pd->context);
 	cap = ia->cap;
-	cap.max_send_wr = pow2_at_least(cap.max_send_wr);
-	cap.max_recv_wr = pow2_at_least(cap.max_recv_wr);
+	/* 0 stays 0: a send-only or receive-only QP (qperf's, and every
+	 * kernel provider accepts them).  Its missing queue is a ring of one
+	 * slot, always full: posting to it fails with ENOMEM. */
+	if (cap.max_send_wr)
+		cap.max_send_wr = pow2_at_least(cap.max_send_wr);
+	if (cap.max_recv_wr)
+		cap.max_recv_wr = pow2_at_least(cap.max_recv_wr);
 	if (cap.max_send_sge == 0)
 		cap.max_send_sge = 1;
 	if (cap.max_recv_sge == 0)
 		cap.max_recv_sge = 1;
+	if (ia->srq)	/* no receive queue of its own, as verbs reports it */
+		cap.max_recv_wr = cap.max_recv_sge = 0;
 	int quota = efi_lease_reserve_qp(ctx->lease);
 	if (quota) {
 		errno = quota;
@@ -97,6 +108,7 @@ struct efi_qp *efi_create_qp(struct efi_pd *pd, struct efi_qp_init_attr *ia)
 		errno = ENOMEM;
 		return NULL;
 	}
+	qp->srq = ia->srq ? srq_of(ia->srq) : NULL;
 	if (qp_alloc_queues(qp, &cap) < 0) {
 		qp_free_queues(qp);
 		free(qp);
@@ -112,6 +124,7 @@ struct efi_qp *efi_create_qp(struct efi_pd *pd, struct efi_qp_init_attr *ia)
 	qp->pub.pd = pd;
 	qp->pub.send_cq = ia->send_cq;
 	qp->pub.recv_cq = ia->recv_cq;
+	qp->pub.srq = ia->srq;
 	qp->pub.qp_type = EFI_QPT_RC;
 	qp->pub.state = EFI_QPS_RESET;
 	qp->attr.qp_state = EFI_QPS_RESET;
@@ -143,6 +156,8 @@ struct efi_qp *efi_create_qp(struct efi_pd *pd, struct efi_qp_init_attr *ia)
 	atomic_fetch_add(&((struct efi_pd_int *)pd)->users, 1);
 	atomic_fetch_add(&((struct efi_cq_int *)ia->send_cq)->users, 1);
 	atomic_fetch_add(&((struct efi_cq_int *)ia->recv_cq)->users, 1);
+	if (qp->srq)
+		atomic_fetch_add(&qp->srq->users, 1);
 	return &qp->pub;
 }
 
@@ -164,6 +179,11 @@ static void qp_flush(struct efi_qp_int *qp)
 	for (uint32_t i = qp->rq_head; i != qp->rq_tail; i = (i + 1) & qp->rq_mask)
 		flush_wc(qp, qp->pub.recv_cq, qp->rq[i].wr_id, EFI_WC_RECV);
 	qp->rq_head = qp->rq_tail;
+	/* the SRQ's WQE a message was landing in is this QP's now; the SRQ's
+	 * others stay for the other QPs */
+	if (qp->srq_wqe_held)
+		flush_wc(qp, qp->pub.recv_cq, qp->srq_wqe.wr_id, EFI_WC_RECV);
+	qp->srq_wqe_held = false;
 	qp->respq_count = 0;
 	qp->rd_outstanding = 0;
 	qp->snd_una = qp->snd_nxt = qp->snd_max;
@@ -193,6 +213,7 @@ static void qp_reset(struct efi_qp_int *qp)
 
 	qp->sq_head = qp->sq_started = qp->sq_tail = 0;
 	qp->rq_head = qp->rq_tail = 0;
+	qp->srq_wqe_held = false;
 	qp->respq_count = qp->respq_head = 0;
 	qp->rd_outstanding = 0;
 	qp->resp_op = RESP_IDLE;
@@ -477,6 +498,8 @@ int efi_destroy_qp(struct efi_qp *pub)
 	atomic_fetch_sub(&((struct efi_pd_int *)qp->pub.pd)->users, 1);
 	atomic_fetch_sub(&((struct efi_cq_int *)qp->pub.send_cq)->users, 1);
 	atomic_fetch_sub(&((struct efi_cq_int *)qp->pub.recv_cq)->users, 1);
+	if (qp->srq)
+		atomic_fetch_sub(&qp->srq->users, 1);
 	qp_free_queues(qp);
 	free(qp);
 	efi_lease_release_qp(ctx->lease);

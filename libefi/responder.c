@@ -64,10 +64,28 @@ static void nak(struct efi_qp_int *qp, const struct efi_pkt *pkt, enum efi_nak_c
 	efi_resp_enqueue_ack(qp, EFI_AETH_NAK | code, pkt->psn, pkt->tx_ts, pkt->path);
 }
 
+/* The receive WQE the current message lands in: the head of the QP's
+ * receive queue, or the one it took from its SRQ (ctx->lock held). */
+static struct efi_rwqe *cur_rwqe(struct efi_qp_int *qp)
+{
+	return qp->srq ? &qp->srq_wqe : &qp->rq[qp->rq_head];
+}
+
+/* Whether a receive WQE is there for a new message; with an SRQ, takes one
+ * from it (ctx->lock held). */
+static bool have_rwqe(struct efi_qp_int *qp)
+{
+	if (!qp->srq)
+		return qp->rq_head != qp->rq_tail;
+	if (!qp->srq_wqe_held)
+		qp->srq_wqe_held = efi_srq_take(qp->srq, &qp->srq_wqe);
+	return qp->srq_wqe_held;
+}
+
 static void recv_complete(struct efi_qp_int *qp, const struct efi_pkt *pkt, enum efi_wc_status st,
 			  enum efi_wc_opcode op, uint32_t byte_len)
 {
-	struct efi_rwqe *r = &qp->rq[qp->rq_head];
+	struct efi_rwqe *r = cur_rwqe(qp);
 	struct efi_wc wc;
 
 	memset(&wc, 0, sizeof(wc));
@@ -81,7 +99,10 @@ static void recv_complete(struct efi_qp_int *qp, const struct efi_pkt *pkt, enum
 		wc.imm_data = pkt->imm_be;
 		wc.wc_flags |= EFI_WC_WITH_IMM;
 	}
-	qp->rq_head = (qp->rq_head + 1) & qp->rq_mask;
+	if (qp->srq)
+		qp->srq_wqe_held = false;
+	else
+		qp->rq_head = (qp->rq_head + 1) & qp->rq_mask;
 	efi_cq_push((struct efi_cq_int *)qp->pub.recv_cq, &wc, pkt->flags & EFI_PKT_F_SOLICITED);
 }
 
@@ -89,7 +110,7 @@ static void recv_complete(struct efi_qp_int *qp, const struct efi_pkt *pkt, enum
  * NAK (or failing the QP for a receive with a bad SGE). */
 static bool need_rwqe(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 {
-	if (qp->rq_head == qp->rq_tail) {
+	if (!have_rwqe(qp)) {
 		qp->cnt.rnr_naks_sent++;
 		/* The requester sends everything again from this PSN after
 		 * the RNR wait (and forgets what was SACKed past it, retx.c):
@@ -99,7 +120,7 @@ static bool need_rwqe(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 				     pkt->tx_ts, pkt->path);
 		return false;
 	}
-	if (qp->rq[qp->rq_head].bad) {
+	if (cur_rwqe(qp)->bad) {
 		recv_complete(qp, pkt, EFI_WC_LOC_PROT_ERR, EFI_WC_RECV, 0);
 		nak(qp, pkt, EFI_NAK_REM_OP);
 		return false;
@@ -141,7 +162,7 @@ static void handle_send(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 			return;
 		qp->resp_off = 0;
 	}
-	r = &qp->rq[qp->rq_head];
+	r = cur_rwqe(qp);
 	if (pkt->payload_len > r->length - qp->resp_off) {
 		recv_complete(qp, pkt, EFI_WC_LOC_LEN_ERR, EFI_WC_RECV, 0);
 		nak(qp, pkt, EFI_NAK_INV_REQ);

@@ -7,7 +7,7 @@
  * the same objects (device, context, PD, MR, completion channel, CQ, QP), the
  * same lifecycles, the same struct field names and enum values, so porting a
  * verbs program is a rename (ibv_ → efi_, IBV_ → EFI_).  Only the RC
- * transport exists; what verbs has and EFI does not (UD/UC/XRC, SRQ, memory
+ * transport exists; what verbs has and EFI does not (UD/UC/XRC, memory
  * windows, address handles, extended verbs) is left out rather than stubbed.
  *
  * Conventions, as in libibverbs:
@@ -373,7 +373,82 @@ void efi_ack_cq_events(struct efi_cq *cq, unsigned int nevents);
 
 /* ------------------------------------------------------------ queue pairs */
 
-struct efi_srq;	/* shared receive queues are not supported: always NULL */
+/* ------------------------------------------------- shared receive queues */
+
+struct efi_recv_wr;
+
+/* A shared receive queue: receive work requests that any QP created with it
+ * takes from, in posting order, for each incoming Send (or Write with
+ * immediate) as it needs one.  An empty SRQ makes the QP that needs one answer
+ * with an RNR NAK, as hardware does: the requester retries after the QP's
+ * min_rnr_timer, rnr_retry times (7: for ever). */
+struct efi_srq {
+	struct efi_context *context;
+	void *srq_context;
+	struct efi_pd *pd;
+	uint32_t handle;
+};
+
+/* As struct ibv_srq_attr. */
+struct efi_srq_attr {
+	uint32_t max_wr;	/* receive WRs the SRQ holds */
+	uint32_t max_sge;	/* SGEs per receive WR */
+	uint32_t srq_limit;	/* 0: disarmed; else the limit event fires once
+				 * when fewer WRs than this remain */
+};
+
+/* The SRQ limit event: called once when the WRs left in an SRQ armed with a
+ * srq_limit drop below it (the SRQ is then disarmed: srq_limit reads 0, as in
+ * verbs).  It runs in whichever thread runs the transport (a poster, a
+ * poller or the progress thread) with libefi's transport lock held: it must
+ * return quickly and call no libefi function (write to a pipe or an eventfd,
+ * set a flag). */
+typedef void (*efi_srq_limit_fn)(struct efi_srq *srq, void *srq_context);
+
+/* As struct ibv_srq_init_attr, plus the event callback (EFI's way to
+ * deliver the one asynchronous event an SRQ has: libefi has no async event
+ * queue). */
+struct efi_srq_init_attr {
+	void *srq_context;
+	struct efi_srq_attr attr;
+	efi_srq_limit_fn limit_event;	/* may be NULL */
+};
+
+/* Which fields efi_modify_srq applies: the verbs bits. */
+enum efi_srq_attr_mask {
+	EFI_SRQ_MAX_WR	= 1 << 0,	/* resize (grow or shrink to what is posted) */
+	EFI_SRQ_LIMIT	= 1 << 1,	/* arm the limit event (0: disarm) */
+};
+
+/* Creates an SRQ for the QPs of pd's context.  max_wr is raised to what was
+ * allocated (a power of two) and written back, max_sge too (at least 1).
+ * Returns the SRQ, or NULL with errno: EINVAL (NULL argument, max_wr 0 or
+ * above max_qp_wr, max_sge above max_sge, srq_limit above max_wr), ENOMEM. */
+struct efi_srq *efi_create_srq(struct efi_pd *pd, struct efi_srq_init_attr *init_attr);
+
+/* EFI_SRQ_MAX_WR resizes to at least attr->max_wr (not below the WRs now
+ * posted); EFI_SRQ_LIMIT arms the limit event at attr->srq_limit.  Returns 0,
+ * or EINVAL (NULL argument, an unknown mask bit, max_wr 0, above the device
+ * limit or below what is posted, srq_limit above max_wr), ENOMEM. */
+int efi_modify_srq(struct efi_srq *srq, struct efi_srq_attr *attr, int attr_mask);
+
+/* Fills *attr: max_wr and max_sge as allocated, srq_limit as armed (0 after
+ * the event fired).  Returns 0, or EINVAL (NULL argument). */
+int efi_query_srq(struct efi_srq *srq, struct efi_srq_attr *attr);
+
+/* Destroys an SRQ; receive WRs still posted are dropped without completions
+ * (as verbs does).  Returns 0, or EBUSY (and keeps the SRQ) while QPs use it.
+ * Accepts NULL. */
+int efi_destroy_srq(struct efi_srq *srq);
+
+/* Posts receive work requests to the SRQ; SGEs are checked against pd's MRs
+ * (one that fails completes with EFI_WC_LOC_PROT_ERR when used, as in
+ * efi_post_recv).  Returns 0, or, setting *bad_wr to the first WR not posted:
+ * EINVAL (NULL argument, num_sge < 0 or above max_sge), ENOMEM (the SRQ is
+ * full). */
+int efi_post_srq_recv(struct efi_srq *srq, struct efi_recv_wr *wr, struct efi_recv_wr **bad_wr);
+
+/* ------------------------------------------------------------ queue pairs */
 
 enum efi_qp_type {
 	EFI_QPT_RC = 2,		/* the verbs value; the only type */
@@ -391,7 +466,8 @@ struct efi_qp_init_attr {
 	void *qp_context;
 	struct efi_cq *send_cq;
 	struct efi_cq *recv_cq;
-	struct efi_srq *srq;		/* must be NULL */
+	struct efi_srq *srq;		/* NULL, or receive from this SRQ
+					 * (cap.max_recv_wr/sge are then ignored) */
 	struct efi_qp_cap cap;
 	enum efi_qp_type qp_type;	/* EFI_QPT_RC */
 	int sq_sig_all;			/* every send WR is signaled */
@@ -420,7 +496,7 @@ struct efi_qp {
 	struct efi_pd *pd;
 	struct efi_cq *send_cq;
 	struct efi_cq *recv_cq;
-	struct efi_srq *srq;		/* NULL */
+	struct efi_srq *srq;		/* as created */
 	uint32_t handle;
 	uint32_t qp_num;		/* 24 bits; tell the peer (dest_qp_num) */
 	enum efi_qp_state state;	/* as of the last efi_modify_qp/query */
@@ -429,10 +505,13 @@ struct efi_qp {
 
 /* Creates an RC QP in state RESET.  The caps are checked against the device
  * limits and then raised to what was actually allocated, written back to
- * init_attr->cap.  Returns the QP, or NULL with errno: EINVAL (qp_type not
- * EFI_QPT_RC, send_cq or recv_cq NULL or of another context, srq not NULL, a
- * cap of 0 WRs or above the device limits), ENOSPC (no QP number left and
- * efid refused another block), ENOMEM. */
+ * init_attr->cap.  A max_send_wr or max_recv_wr of 0 makes a receive-only or
+ * send-only QP (posting to its missing queue fails with ENOMEM, as to a full
+ * one).  With an SRQ the QP receives from it: max_recv_wr and max_recv_sge
+ * read 0 and efi_post_recv fails.  Returns the QP, or NULL with errno:
+ * EINVAL (qp_type not EFI_QPT_RC, send_cq or recv_cq NULL or of another
+ * context, an srq of another context, a cap above the device limits),
+ * ENOSPC (no QP number left and efid refused another block), ENOMEM. */
 struct efi_qp *efi_create_qp(struct efi_pd *pd, struct efi_qp_init_attr *init_attr);
 
 /* Destroys a QP.  Work requests still outstanding complete with
