@@ -5,76 +5,61 @@
  * reads its replies only ever delays itself.  Framing errors get an error
  * reply and the connection is closed (there is no way to resynchronise a
  * stream after a bad length); a well-framed request always gets exactly one
- * reply.
+ * reply.  What a client may hold (connections, descriptors, unread
+ * replies) is counted per user and per instance (control_limits.h); a
+ * client that does not read its replies is not read from either, so what
+ * it can make efid buffer is bounded by MaxQueuedRepliesPerConnection plus
+ * one reply.
  */
 #include "config.h"
 
 #include <endian.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
-#include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
 #include "auth.h"
 #include "cm.h"
 #include "control.h"
+#include "control_int.h"
 #include "ctlmsg.h"
 #include "efid.h"
 #include "handlers.h"
 #include "lease.h"
 #include "log.h"
 
-struct client {
-	struct control *ctl;
-	struct client *next, *prev;
-	int fd;
-	sd_event_source *io;
-	struct peer peer;
-	uint8_t *in;
-	size_t in_len, in_cap;
-	uint8_t *out;
-	size_t out_len, out_off, out_cap;
-	uint64_t partial_since; /* CLOCK_MONOTONIC usec when a request began arriving, 0 if none */
-	bool close_after_flush;
-	unsigned id;
-	struct lease *lease;   /* wire endpoints this connection holds */
-	/* Descriptors to pass, each with the first byte of its reply frame
-	 * (offset into out); in offset order. */
-	struct pending_fd {
-		size_t offset;
-		int fd;
-	} fds[2 * EFI_CTL_MAX_FDS];
-	unsigned nfds;
-	/* Descriptors received and not yet claimed by a request (the next
-	 * request takes them all: PUBLISH_COUNTERS one, LEASE_RESUME one per
-	 * lane); dropped once no request is in flight. */
-	int in_fds[EFI_CTL_MAX_FDS];
-	unsigned nin_fds;
-};
-
-struct control {
-	struct efid *d;
-	int listen_fd;
-	bool owns_path;        /* efid created the socket file (not socket activation) */
-	sd_event_source *listen_src;
-	sd_event_source *sweep;
-	struct client *clients;
-	unsigned nclients;
-	unsigned next_id;
-};
-
-static void client_free(struct client *c)
+/* Gives back what c counts against its user and instance. */
+static void client_unaccount(struct client *c)
 {
 	struct control *ctl = c->ctl;
+	/* Descriptors efid passes out are bounded per connection (fds[]) and
+	 * by its queued bytes; only those clients pass in are counted. */
+	ctl_quota_fds(&ctl->d->config, &c->quota, -(int)c->nin_fds, NULL, 0);
+	ctl_quota_queued(&ctl->d->config, &c->quota, -(int64_t)c->queued, NULL, 0);
+	c->queued = 0;
+	ctl_quota_release(ctl->limits, &c->quota);
+}
+
+/* Logs why a client over one of its limits is disconnected (rate-limited:
+ * a tenant can make this happen as fast as it connects). */
+static void client_over_limit(struct client *c, const char *why)
+{
+	unsigned skipped;
+	if (ratelimit_ok(&c->ctl->limit_rl, &skipped))
+		log_warning("disconnecting control client %u (pid %d): %s%s", c->id,
+			    (int)c->peer.pid, why, skipped ? " (similar messages suppressed)" : "");
+}
+
+void control_client_free(struct client *c)
+{
+	struct control *ctl = c->ctl;
+	client_unaccount(c);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -98,12 +83,42 @@ static void client_free(struct client *c)
 	free(c);
 }
 
+/* True while c has as many unread reply bytes as one connection may. */
+static bool client_out_full(const struct client *c)
+{
+	uint64_t max = c->ctl->d->config.max_queued_per_conn;
+	if (!max || ctl_limits_exempt(&c->peer))
+		max = CONTROL_MAX_PENDING_OUT;
+	return c->out_len - c->out_off >= max;
+}
+
+/* Brings c->queued (and c's accounts) to what is queued now.  Returns 0,
+ * or -ENOBUFS (logged) when c's user or instance has too much queued. */
+static int client_account_out(struct client *c)
+{
+	uint64_t now = c->out_len - c->out_off;
+	char why[256];
+	if (now < c->queued) {
+		ctl_quota_queued(&c->ctl->d->config, &c->quota, -(int64_t)(c->queued - now), NULL, 0);
+	} else if (now > c->queued) {
+		int r = ctl_quota_queued(&c->ctl->d->config, &c->quota, (int64_t)(now - c->queued),
+					 why, sizeof(why));
+		if (r < 0) {
+			client_over_limit(c, why);
+			return r;
+		}
+	}
+	c->queued = now;
+	return 0;
+}
+
 static int client_update_events(struct client *c)
 {
 	uint32_t ev = 0;
 	/* Stop reading while a client does not read its replies (backpressure),
-	 * and once it is being closed. */
-	if (!c->close_after_flush && c->out_len - c->out_off < CONTROL_MAX_PENDING_OUT)
+	 * while its input buffer is full of requests waiting for that, and once
+	 * it is being closed. */
+	if (!c->close_after_flush && !client_out_full(c) && !c->in_full)
 		ev |= EPOLLIN;
 	if (c->out_len > c->out_off)
 		ev |= EPOLLOUT;
@@ -160,6 +175,7 @@ static int client_flush(struct client *c)
 	}
 	if (c->out_off == c->out_len)
 		c->out_off = c->out_len = 0;
+	client_account_out(c); /* only gives back */
 	return 0;
 }
 
@@ -179,7 +195,10 @@ static int client_queue(struct client *c, const uint8_t *data, size_t len)
 	}
 	memcpy(c->out + c->out_len, data, len);
 	c->out_len += len;
-	return 0;
+	int r = client_account_out(c);
+	if (r < 0)
+		c->out_len -= len; /* not queued after all: the client is closed */
+	return r;
 }
 
 /* Queues a reply: STATUS, then ERROR when failing, then the body's
@@ -266,7 +285,9 @@ static int client_process(struct client *c)
 	size_t off = 0;
 	int r = 0;
 
-	while (c->in_len - off >= CTL_HDR_SIZE) {
+	/* Pipelined requests wait while the replies of earlier ones are not
+	 * read: the output buffer, not the input, is what would grow. */
+	while (c->in_len - off >= CTL_HDR_SIZE && !client_out_full(c)) {
 		struct ctl_hdr h;
 		r = ctl_hdr_parse(c->in + off, c->in_len - off, EFI_CTL_MAX_REQUEST, &h);
 		if (r < 0) {
@@ -296,6 +317,7 @@ static int client_process(struct client *c)
 			memcpy(in.fd, c->in_fds, c->nin_fds * sizeof(int));
 			in.n = c->nin_fds;
 			c->nin_fds = 0;
+			ctl_quota_fds(&c->ctl->d->config, &c->quota, -(int)in.n, NULL, 0);
 			if (cm_is_request(h.type)) {
 				ctl_fds_close(&in);
 				status = cm_handle_request(c->ctl->d, c, h.type, payload, h.length,
@@ -318,15 +340,19 @@ static int client_process(struct client *c)
 	if (off > 0) {
 		memmove(c->in, c->in + off, c->in_len - off);
 		c->in_len -= off;
+		c->in_full = false;
 		c->partial_since = 0; /* progress: restart the clock for the rest */
 	}
 	if (c->in_len == 0) {
 		c->partial_since = 0;
 		/* Nothing in flight: descriptors no request claimed are dropped. */
+		ctl_quota_fds(&c->ctl->d->config, &c->quota, -(int)c->nin_fds, NULL, 0);
 		while (c->nin_fds)
 			close(c->in_fds[--c->nin_fds]);
-	}
-	else if (c->partial_since == 0)
+	} else if (client_out_full(c)) {
+		/* Waiting for the client to read, not for it to send. */
+		c->partial_since = 0;
+	} else if (c->partial_since == 0)
 		sd_event_now(c->ctl->d->event, CLOCK_MONOTONIC, &c->partial_since);
 	return 0;
 }
@@ -339,8 +365,11 @@ static int client_read(struct client *c)
 			/* Never buffer more than one maximal request plus one read. */
 			if (cap > CTL_HDR_SIZE + EFI_CTL_MAX_REQUEST + 8192)
 				cap = CTL_HDR_SIZE + EFI_CTL_MAX_REQUEST + 8192;
-			if (cap <= c->in_cap)
-				break; /* full: a complete frame must be processed first */
+			if (cap <= c->in_cap) {
+				/* full: a complete frame must be processed first */
+				c->in_full = true;
+				break;
+			}
 			uint8_t *n = realloc(c->in, cap);
 			if (!n)
 				return -ENOMEM;
@@ -365,7 +394,12 @@ static int client_read(struct client *c)
 			return -errno;
 		}
 		/* Keep a few descriptors for a request that takes one
-		 * (PUBLISH_COUNTERS); close the rest so they cannot pile up. */
+		 * (PUBLISH_COUNTERS); close the rest so they cannot pile up.
+		 * Those kept count against the sender's limits: a tenant that
+		 * parks descriptors on many connections is disconnected before
+		 * it fills efid's descriptor table. */
+		int over = 0;
+		char why[256];
 		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
 			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
 				size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -374,12 +408,21 @@ static int client_read(struct client *c)
 					k = EFI_CTL_MAX_FDS;
 				memcpy(fds, CMSG_DATA(cm), k * sizeof(int));
 				for (size_t i = 0; i < k; i++) {
-					if (c->nin_fds < sizeof(c->in_fds) / sizeof(c->in_fds[0]))
-						c->in_fds[c->nin_fds++] = fds[i];
-					else
+					if (!over && c->nin_fds < sizeof(c->in_fds) / sizeof(c->in_fds[0]))
+						over = ctl_quota_fds(&c->ctl->d->config, &c->quota, 1,
+								     why, sizeof(why));
+					else if (!over)
+						over = 1; /* more than one request takes: dropped */
+					if (over)
 						close(fds[i]);
+					else
+						c->in_fds[c->nin_fds++] = fds[i];
 				}
 			}
+		}
+		if (over < 0) {
+			client_over_limit(c, why);
+			return over;
 		}
 		if (n == 0)
 			return -ECONNRESET;
@@ -395,6 +438,8 @@ static int on_client_io(sd_event_source *s, int fd, uint32_t revents, void *user
 	struct client *c = userdata;
 	int r = 0;
 
+	(void)s;
+	(void)fd;
 	if (revents & EPOLLIN) {
 		r = client_read(c);
 		if (r == 0 || r == -ECONNRESET)
@@ -409,69 +454,17 @@ static int on_client_io(sd_event_source *s, int fd, uint32_t revents, void *user
 		r = -ECONNRESET;
 	if (r == 0)
 		r = client_flush(c);
+	/* The client read some replies: requests that waited for that go on
+	 * (this is the only event that tells of it, none is read for them). */
+	if (r == 0 && !c->close_after_flush && c->in_len >= CTL_HDR_SIZE && !client_out_full(c)) {
+		client_process(c);
+		r = client_flush(c);
+	}
 	if (r < 0 || (c->close_after_flush && c->out_len == c->out_off)) {
-		client_free(c);
+		control_client_free(c);
 		return 0;
 	}
 	client_update_events(c);
-	return 0;
-}
-
-static int on_listen(sd_event_source *s, int fd, uint32_t revents, void *userdata)
-{
-	struct control *ctl = userdata;
-
-	for (int burst = 0; burst < 64; burst++) {
-		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (cfd < 0) {
-			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-				log_warning("accept on the control socket failed: %m");
-			return 0;
-		}
-		if (ctl->nclients >= CONTROL_MAX_CLIENTS) {
-			log_warning("refusing a control client: %u clients connected already", ctl->nclients);
-			close(cfd);
-			continue;
-		}
-		struct client *c = calloc(1, sizeof(*c));
-		if (!c) {
-			close(cfd);
-			continue;
-		}
-		c->ctl = ctl;
-		c->fd = cfd;
-		c->id = ++ctl->next_id;
-		c->lease = lease_new(c);
-		if (!c->lease) {
-			close(cfd);
-			free(c);
-			continue;
-		}
-		int r = auth_identify(cfd, &c->peer);
-		if (r < 0) {
-			log_warning("refusing a control client whose credentials cannot be read: %s",
-				    strerror(-r));
-			close(cfd);
-			free(c->lease);
-			free(c);
-			continue;
-		}
-		r = sd_event_add_io(ctl->d->event, &c->io, cfd, EPOLLIN, on_client_io, c);
-		if (r < 0) {
-			close(cfd);
-			free(c->lease);
-			free(c);
-			continue;
-		}
-		c->next = ctl->clients;
-		if (ctl->clients)
-			ctl->clients->prev = c;
-		ctl->clients = c;
-		ctl->nclients++;
-		log_debug("client %u connected: pid %d uid %u %s%s", c->id, (int)c->peer.pid,
-			  (unsigned)c->peer.uid, c->peer.host ? "host" : "instance ",
-			  c->peer.instance);
-	}
 	return 0;
 }
 
@@ -486,74 +479,53 @@ static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata)
 		next = c->next;
 		if (c->partial_since && now > c->partial_since &&
 		    now - c->partial_since > CONTROL_PARTIAL_TIMEOUT_USEC) {
-			log_info("closing client %u (pid %d): request incomplete for %llu s", c->id,
-				 (int)c->peer.pid, CONTROL_PARTIAL_TIMEOUT_USEC / 1000000ULL);
-			client_free(c);
+			unsigned skipped;
+			if (ratelimit_ok(&ctl->limit_rl, &skipped))
+				log_info("closing client %u (pid %d): request incomplete for %llu s%s",
+					 c->id, (int)c->peer.pid,
+					 CONTROL_PARTIAL_TIMEOUT_USEC / 1000000ULL,
+					 skipped ? " (similar messages suppressed)" : "");
+			control_client_free(c);
 		}
 	}
 	sd_event_source_set_time(s, now + 1000000ULL);
 	return 0;
 }
 
-/* Creates, binds and listens on path, replacing a stale socket file but
- * never one a live efid answers on. */
-static int listen_on_path(const char *path)
+int control_client_add(struct control *ctl, int cfd, const struct peer *peer,
+		       struct ctl_quota *quota)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		log_error("socket path %s is too long (at most %zu bytes)", path,
-			  sizeof(sun.sun_path) - 1);
-		return -ENAMETOOLONG;
-	}
-	strcpy(sun.sun_path, path);
+	struct client *c = calloc(1, sizeof(*c));
+	int r = -ENOMEM;
 
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-		if (errno != EADDRINUSE)
-			goto fail;
-		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (probe >= 0 && connect(probe, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
-			close(probe);
-			close(fd);
-			log_error("another efid already listens on %s: stop it, or give this one its own --runtime-dir",
-				  path);
-			return -EADDRINUSE;
-		}
-		if (probe >= 0)
-			close(probe);
-		unlink(path);
-		if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
-			goto fail;
-	}
-	/* Anyone may connect: every request is checked against the caller's
-	 * credentials and namespace (instances need to reach efid too). */
-	if (chmod(path, 0666) < 0)
+	if (!c)
 		goto fail;
-	if (listen(fd, 128) < 0)
+	c->ctl = ctl;
+	c->fd = cfd;
+	c->peer = *peer;
+	c->id = ++ctl->next_id;
+	c->lease = lease_new(c);
+	if (!c->lease)
 		goto fail;
-	return fd;
-fail:;
-	int e = -errno;
-	log_error("cannot listen on %s: %s", path, strerror(-e));
-	close(fd);
-	return e;
-}
-
-/* One descriptor per client: make room for CONTROL_MAX_CLIENTS of them
- * (the soft limit is often 1024; the hard one is what the admin allows). */
-static void raise_fd_limit(void)
-{
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return;
-	rlim_t want = CONTROL_MAX_CLIENTS + 1024;
-	if (rl.rlim_cur >= want)
-		return;
-	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
-	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-		log_warning("cannot raise the descriptor limit: %m");
+	r = sd_event_add_io(ctl->d->event, &c->io, cfd, EPOLLIN, on_client_io, c);
+	if (r < 0)
+		goto fail;
+	c->quota = *quota;
+	c->next = ctl->clients;
+	if (ctl->clients)
+		ctl->clients->prev = c;
+	ctl->clients = c;
+	ctl->nclients++;
+	log_debug("client %u connected: pid %d uid %u %s%s", c->id, (int)c->peer.pid,
+		  (unsigned)c->peer.uid, c->peer.host ? "host" : "instance ", c->peer.instance);
+	return 0;
+fail:
+	if (c)
+		free(c->lease);
+	free(c);
+	close(cfd);
+	ctl_quota_release(ctl->limits, quota);
+	return r;
 }
 
 int control_start(struct efid *d)
@@ -561,43 +533,13 @@ int control_start(struct efid *d)
 	struct control *ctl = calloc(1, sizeof(*ctl));
 	int r;
 
-	raise_fd_limit();
 	if (!ctl)
 		return -ENOMEM;
 	ctl->d = d;
 	ctl->listen_fd = -1;
-
-	int n = sd_listen_fds(1);
-	if (n > 1) {
-		log_error("systemd passed %d sockets; efid takes exactly one (efid.socket)", n);
-		r = -EINVAL;
-		goto fail;
-	}
-	if (n == 1) {
-		if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) <= 0) {
-			log_error("the socket systemd passed is not a listening Unix stream socket");
-			r = -EINVAL;
-			goto fail;
-		}
-		ctl->listen_fd = SD_LISTEN_FDS_START;
-		int fl = fcntl(ctl->listen_fd, F_GETFL);
-		if (fl >= 0)
-			fcntl(ctl->listen_fd, F_SETFL, fl | O_NONBLOCK);
-		fcntl(ctl->listen_fd, F_SETFD, FD_CLOEXEC);
-		struct sockaddr_un sun;
-		socklen_t sl = sizeof(sun);
-		if (getsockname(ctl->listen_fd, (struct sockaddr *)&sun, &sl) == 0 &&
-		    sl > offsetof(struct sockaddr_un, sun_path) && sun.sun_path[0])
-			snprintf(d->socket_path, sizeof(d->socket_path), "%s", sun.sun_path);
-		log_info("using the control socket passed by systemd (%s)", d->socket_path);
-	} else {
-		r = listen_on_path(d->socket_path);
-		if (r < 0)
-			goto fail;
-		ctl->listen_fd = r;
-		ctl->owns_path = true;
-	}
-	r = sd_event_add_io(d->event, &ctl->listen_src, ctl->listen_fd, EPOLLIN, on_listen, ctl);
+	ctl->reserve_fd = -1;
+	ctl->limit_rl = (struct ratelimit)RATELIMIT_INIT(10000000ULL, 10);
+	r = control_listen_start(d, ctl);
 	if (r < 0)
 		goto fail;
 	uint64_t now;
@@ -611,9 +553,7 @@ int control_start(struct efid *d)
 	return 0;
 fail:
 	sd_event_source_disable_unref(ctl->sweep);
-	sd_event_source_disable_unref(ctl->listen_src);
-	if (ctl->listen_fd >= 0)
-		close(ctl->listen_fd);
+	control_listen_stop(d, ctl);
 	free(ctl);
 	return r;
 }
@@ -624,13 +564,9 @@ void control_stop(struct efid *d)
 	if (!ctl)
 		return;
 	while (ctl->clients)
-		client_free(ctl->clients);
+		control_client_free(ctl->clients);
 	sd_event_source_disable_unref(ctl->sweep);
-	sd_event_source_disable_unref(ctl->listen_src);
-	if (ctl->listen_fd >= 0)
-		close(ctl->listen_fd);
-	if (ctl->owns_path)
-		unlink(d->socket_path);
+	control_listen_stop(d, ctl);
 	free(ctl);
 	d->control = NULL;
 	lease_registry_free(d);

@@ -41,6 +41,19 @@ void efid_config_defaults(struct efid_config *c)
 	c->port_base = EFID_PORT_BASE_DEFAULT;
 	c->lanes = EFID_LANES_DEFAULT;
 	c->cm_port = EFID_CM_PORT_DEFAULT;
+	/* A libefi process holds one connection per context and per CM
+	 * identifier: room for a busy instance, not for one that would fill
+	 * efid's descriptor table (CONTROL_MAX_CLIENTS) on its own. */
+	c->max_conns_per_user = 2048;
+	c->max_conns_per_instance = 4096;
+	/* No request takes more than EFI_CTL_MAX_FDS descriptors. */
+	c->max_fds_per_user = 256;
+	c->max_fds_per_instance = 1024;
+	/* The largest reply is 64 KiB: a client that reads them never gets
+	 * near these. */
+	c->max_queued_per_conn = 1024 * 1024;
+	c->max_queued_per_user = 16 * 1024 * 1024;
+	c->max_queued_per_instance = 64 * 1024 * 1024;
 }
 
 /* Uplinks=NAME...: space-separated interface names, each once, at most
@@ -129,9 +142,72 @@ static int daemon_key(struct efid_config *c, const char *key, const char *value,
 	return -EINVAL;
 }
 
+/* A count or a size: digits, then for sizes an optional K/M/G/T suffix
+ * (powers of 1024).  Returns false on anything else or an overflow. */
+static bool parse_amount(const char *value, bool size, uint64_t max, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	if (!*value || *value < '0' || *value > '9')
+		return false;
+	unsigned long long v = strtoull(value, &end, 10);
+	if (errno)
+		return false;
+	if (size && *end) {
+		static const char units[] = "KMGT";
+		const char *u = strchr(units, *end >= 'a' ? *end - 32 : *end);
+		if (!u || end[1])
+			return false;
+		for (const char *k = units; k <= u; k++) {
+			if (v > (~0ull >> 10))
+				return false;
+			v <<= 10;
+		}
+		end++;
+	}
+	if (*end || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
 static int control_key(struct efid_config *c, const char *key, const char *value, char *err,
 		       size_t errlen)
 {
+	static const char *const counts[] = { "MaxConnectionsPerUser", "MaxConnectionsPerInstance",
+					      "MaxDescriptorsPerUser", "MaxDescriptorsPerInstance" };
+	uint32_t *cdst[] = { &c->max_conns_per_user, &c->max_conns_per_instance,
+			     &c->max_fds_per_user, &c->max_fds_per_instance };
+	static const char *const sizes[] = { "MaxQueuedRepliesPerConnection",
+					     "MaxQueuedRepliesPerUser", "MaxQueuedRepliesPerInstance" };
+	uint64_t *sdst[] = { &c->max_queued_per_conn, &c->max_queued_per_user,
+			     &c->max_queued_per_instance };
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		if (strcasecmp(key, counts[i]) != 0)
+			continue;
+		if (!parse_amount(value, false, UINT32_MAX, &v)) {
+			set_err(err, errlen, "%s='%.32s' is invalid: use a number, 0 for no limit",
+				counts[i], value);
+			return -EINVAL;
+		}
+		*cdst[i] = (uint32_t)v;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		if (strcasecmp(key, sizes[i]) != 0)
+			continue;
+		/* Below one maximal reply a client could not get any answer. */
+		if (!parse_amount(value, true, UINT64_MAX, &v) || (v && v < 128 * 1024)) {
+			set_err(err, errlen,
+				"%s='%.32s' is invalid: use a size of at least 128K (K, M, G or T are powers of 1024), 0 for no limit",
+				sizes[i], value);
+			return -EINVAL;
+		}
+		*sdst[i] = v;
+		return 0;
+	}
 	if (strcasecmp(key, "Group") == 0) {
 		/* Empty: only root may mutate. */
 		if (*value && !group_name_valid(value, sizeof(c->group) - 1)) {
@@ -141,7 +217,11 @@ static int control_key(struct efid_config *c, const char *key, const char *value
 		snprintf(c->group, sizeof(c->group), "%s", value);
 		return 0;
 	}
-	set_err(err, errlen, "unknown key %.64s= in [Control]; known keys: Group", key);
+	set_err(err, errlen,
+		"unknown key %.64s= in [Control]; known keys: Group, MaxConnectionsPerUser, "
+		"MaxConnectionsPerInstance, MaxDescriptorsPerUser, MaxDescriptorsPerInstance, "
+		"MaxQueuedRepliesPerConnection, MaxQueuedRepliesPerUser, MaxQueuedRepliesPerInstance",
+		key);
 	return -EINVAL;
 }
 
@@ -255,35 +335,6 @@ static int cm_key(struct efid_config *c, const char *key, const char *value, cha
 	}
 	set_err(err, errlen, "unknown key %.64s= in [ConnectionManager]; known keys: Port", key);
 	return -EINVAL;
-}
-
-/* A count or a size: digits, then for sizes an optional K/M/G/T suffix
- * (powers of 1024).  Returns false on anything else or an overflow. */
-static bool parse_amount(const char *value, bool size, uint64_t max, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	if (!*value || *value < '0' || *value > '9')
-		return false;
-	unsigned long long v = strtoull(value, &end, 10);
-	if (errno)
-		return false;
-	if (size && *end) {
-		static const char units[] = "KMGT";
-		const char *u = strchr(units, *end >= 'a' ? *end - 32 : *end);
-		if (!u || end[1])
-			return false;
-		for (const char *k = units; k <= u; k++) {
-			if (v > (~0ull >> 10))
-				return false;
-			v <<= 10;
-		}
-		end++;
-	}
-	if (*end || v > max)
-		return false;
-	*out = v;
-	return true;
 }
 
 static int limits_key(struct efid_config *c, const char *key, const char *value, char *err,

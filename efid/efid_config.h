@@ -7,6 +7,13 @@
  *   LogLevel=info
  *   [Control]
  *   Group=efi              # members may attach/detach (root always may)
+ *   MaxConnectionsPerUser=2048      # per-client limits (control_limits.h);
+ *   MaxConnectionsPerInstance=4096  # 0 = no limit; host root is exempt
+ *   MaxDescriptorsPerUser=256
+ *   MaxDescriptorsPerInstance=1024
+ *   MaxQueuedRepliesPerConnection=1M
+ *   MaxQueuedRepliesPerUser=16M
+ *   MaxQueuedRepliesPerInstance=64M
  *   [Interfaces]
  *   Directory=/etc/efi/interfaces.d   # applied at start, like `efictl apply`
  *   Repair=yes             # re-create interfaces found missing
@@ -38,6 +45,11 @@
 struct efid_config {
 	int log_level;               /* LOG_* ; -1 when not set in the file */
 	char group[64];              /* "" = root only */
+	/* [Control] limits per client: a user is one uid of one instance (or
+	 * of the host), an instance all of its users; 0 = no limit. */
+	uint32_t max_conns_per_user, max_conns_per_instance;
+	uint32_t max_fds_per_user, max_fds_per_instance;
+	uint64_t max_queued_per_conn, max_queued_per_user, max_queued_per_instance;
 	char iface_dir[4096];        /* "" = none */
 	bool repair;
 	char default_uplink[16];

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -502,6 +503,103 @@ static int run_idle(const char *path, long count, long seconds)
 	return opened == count ? 0 : 2;
 }
 
+/* N connections held open, made without blocking (a connect that would wait
+ * for efid's backlog counts as refused).  With K > 0 each one sends the
+ * first byte of a header and K descriptors with it, so efid holds them for
+ * a request that never completes.  After a second it counts the ones efid
+ * closed (refused over a limit), prints "opened O refused R closed C",
+ * holds the rest for SECONDS (or until SIGTERM) and closes them all at once. */
+static volatile sig_atomic_t hold_stop;
+static void on_hold_term(int sig)
+{
+	(void)sig;
+	hold_stop = 1;
+}
+
+static int run_hold(const char *path, long count, long seconds, long nfds)
+{
+	struct rlimit rl;
+	if (count < 1 || nfds < 0 || nfds > EFI_CTL_MAX_FDS)
+		return 2;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return 2;
+	strcpy(sa.sun_path, path);
+	int *fds = calloc((size_t)count, sizeof(int));
+	if (!fds)
+		return 2;
+	int dn = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	long opened = 0, refused = 0, closed = 0, refused_run = 0;
+	for (long i = 0; i < count; i++) {
+		fds[i] = -1;
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0)
+			break; /* our own limit */
+		/* A full backlog (EAGAIN) is efid being slower than us: wait
+		 * for it a little, but give up waiting after a run of refusals
+		 * (efid no longer accepting at all). */
+		int r, tries = 0;
+		while ((r = connect(fd, (struct sockaddr *)&sa, sizeof(sa))) < 0 && errno == EAGAIN &&
+		       tries++ < (refused_run < 10 ? 200 : 2))
+			usleep(1000);
+		if (r < 0) {
+			close(fd);
+			refused++;
+			refused_run++;
+			continue;
+		}
+		refused_run = 0;
+		if (nfds > 0) {
+			uint8_t byte = (uint8_t)(EFI_CTL_MAGIC & 0xff);
+			union {
+				struct cmsghdr align;
+				char buf[CMSG_SPACE(sizeof(int) * EFI_CTL_MAX_FDS)];
+			} u;
+			memset(&u, 0, sizeof(u));
+			struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+			struct msghdr mh = {
+				.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+				.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds),
+			};
+			struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+			for (long k = 0; k < nfds; k++)
+				memcpy(CMSG_DATA(cm) + k * sizeof(int), &dn, sizeof(int));
+			(void)sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		}
+		fds[i] = fd;
+		opened++;
+	}
+	sleep(1);
+	for (long i = 0; i < count; i++) {
+		if (fds[i] < 0)
+			continue;
+		struct pollfd pfd = { .fd = fds[i], .events = POLLIN };
+		char b[64];
+		if (poll(&pfd, 1, 0) == 1 &&
+		    ((pfd.revents & (POLLHUP | POLLERR)) || recv(fds[i], b, sizeof(b), MSG_DONTWAIT) == 0))
+			closed++;
+	}
+	printf("opened %ld refused %ld closed %ld\n", opened, refused, closed);
+	fflush(stdout);
+	signal(SIGTERM, on_hold_term);
+	for (long t = 0; t < seconds * 10 && !hold_stop; t++)
+		usleep(100000);
+	for (long i = 0; i < count; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (dn >= 0)
+		close(dn);
+	free(fds);
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -515,7 +613,7 @@ static void usage(void)
 		"  success expected: hello\n"
 		"  any answer (or a close) expected: fds N (LIST carrying N descriptors)\n"
 		"  no answer expected: truncated | flood N | slow SECONDS | idle N SECONDS\n"
-		"    | no-read N SECONDS\n");
+		"    | no-read N SECONDS | hold N SECONDS [FDS]\n");
 }
 
 int main(int argc, char **argv)
@@ -544,6 +642,10 @@ int main(int argc, char **argv)
 	if (!strcmp(name, "idle"))
 		return run_idle(path, argc > 3 ? strtol(argv[3], NULL, 10) : 10,
 				argc > 4 ? strtol(argv[4], NULL, 10) : 5);
+	if (!strcmp(name, "hold"))
+		return run_hold(path, argc > 3 ? strtol(argv[3], NULL, 10) : 10,
+				argc > 4 ? strtol(argv[4], NULL, 10) : 5,
+				argc > 5 ? strtol(argv[5], NULL, 10) : 0);
 	if (!strcmp(name, "truncated")) {
 		int fd = connect_to(path);
 		if (fd < 0)

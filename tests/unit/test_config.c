@@ -30,6 +30,53 @@ START_TEST(defaults)
 	ck_assert_uint_eq(c.default_mtu, 0);
 	ck_assert_str_eq(c.default_kind, "veth");
 	ck_assert_uint_eq(c.port_base, EFID_PORT_BASE_DEFAULT);
+	/* Per-client limits are on by default (issue 22). */
+	ck_assert_uint_eq(c.max_conns_per_user, 2048);
+	ck_assert_uint_eq(c.max_conns_per_instance, 4096);
+	ck_assert_uint_eq(c.max_fds_per_user, 256);
+	ck_assert_uint_eq(c.max_fds_per_instance, 1024);
+	ck_assert_uint_eq(c.max_queued_per_conn, 1024 * 1024);
+	ck_assert_uint_eq(c.max_queued_per_user, 16 * 1024 * 1024);
+	ck_assert_uint_eq(c.max_queued_per_instance, 64 * 1024 * 1024);
+}
+END_TEST
+
+START_TEST(control_limits)
+{
+	struct efid_config c;
+	char err[256];
+	efid_config_defaults(&c);
+	ck_assert_int_eq(parse(&c, "[Control]\nMaxConnectionsPerUser=10\nMaxConnectionsPerInstance=0\n"
+				   "MaxDescriptorsPerUser=3\nMaxDescriptorsPerInstance=7\n"
+				   "MaxQueuedRepliesPerConnection=128K\nMaxQueuedRepliesPerUser=2M\n"
+				   "MaxQueuedRepliesPerInstance=0\n",
+			       err, sizeof(err)),
+			 0);
+	ck_assert_uint_eq(c.max_conns_per_user, 10);
+	ck_assert_uint_eq(c.max_conns_per_instance, 0);
+	ck_assert_uint_eq(c.max_fds_per_user, 3);
+	ck_assert_uint_eq(c.max_fds_per_instance, 7);
+	ck_assert_uint_eq(c.max_queued_per_conn, 128 * 1024);
+	ck_assert_uint_eq(c.max_queued_per_user, 2 * 1024 * 1024);
+	ck_assert_uint_eq(c.max_queued_per_instance, 0);
+
+	/* Hostile or mistaken values: an error naming the key, nothing changed. */
+	static const char *const bad[] = {
+		"[Control]\nMaxConnectionsPerUser=-1\n",
+		"[Control]\nMaxConnectionsPerUser=4294967296\n",
+		"[Control]\nMaxConnectionsPerInstance=1k\n",
+		"[Control]\nMaxDescriptorsPerUser=\n",
+		"[Control]\nMaxQueuedRepliesPerConnection=1000\n", /* below one reply */
+		"[Control]\nMaxQueuedRepliesPerUser=2X\n",
+		"[Control]\nMaxQueuedRepliesPerInstance=99999999999999999999\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		ck_assert_int_eq(parse(&c, bad[i], err, sizeof(err)), -EINVAL);
+		ck_assert_msg(strstr(err, "Max") != NULL, "%s: %s", bad[i], err);
+	}
+	ck_assert_uint_eq(c.max_conns_per_user, 10);
+	ck_assert_uint_eq(c.max_queued_per_conn, 128 * 1024);
 }
 END_TEST
 
@@ -295,6 +342,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, defaults);
 	tcase_add_test(tc, uplinks);
 	tcase_add_test(tc, every_key);
+	tcase_add_test(tc, control_limits);
 	tcase_add_test(tc, empty_text);
 	tcase_add_test(tc, hostile);
 	tcase_add_test(tc, nul_byte);
