@@ -4,7 +4,8 @@
  * verbs layer makes the events it can observe: IBV_EVENT_QP_FATAL when a
  * QP's work completes with a transport error (retries exhausted, remote
  * errors: the QP is then in the error state) and IBV_EVENT_PORT_ERR when a
- * libefi call reports the interface gone (ENODEV).
+ * libefi call reports the interface gone (ENODEV); libefi itself reports one,
+ * the SRQ limit (IBV_EVENT_SRQ_LIMIT_REACHED), through a callback.
  *
  * The queue is a pipe: async_fd is its read end, so programs can poll it and
  * make it non-blocking with fcntl as they do with the kernel's.  Records name
@@ -23,7 +24,7 @@
 
 struct async_record {
 	enum ibv_event_type type;
-	uint32_t qp_num;	/* QP events */
+	uint32_t qp_num;	/* QP events; SRQ events: the SRQ's handle */
 	int port_num;		/* port events */
 };
 
@@ -109,6 +110,62 @@ void efiv_async_qp_fatal(struct efiv_qp *qp)
 		post(c, &r);
 }
 
+/* Runs inside libefi's transport with its lock held: no libefi call, only
+ * the pipe.  The SRQ cannot go away meanwhile (a QP receiving from it keeps
+ * ibv_destroy_srq at EBUSY), and the record names it by handle, resolved
+ * when read. */
+void efiv_async_srq_limit(struct efiv_srq *srq)
+{
+	struct async_record r = { .type = IBV_EVENT_SRQ_LIMIT_REACHED, .qp_num = srq->ibsrq.handle };
+
+	post(efiv_ctx(srq->ibsrq.context), &r);
+}
+
+void efiv_async_add_srq(struct efiv_context *c, struct efiv_srq *srq)
+{
+	pthread_mutex_lock(&c->async.lock);
+	srq->ibsrq.handle = ++c->async.next_srq_handle;
+	srq->next = c->async.srqs;
+	c->async.srqs = srq;
+	pthread_mutex_unlock(&c->async.lock);
+}
+
+void efiv_async_del_srq(struct efiv_context *c, struct efiv_srq *srq, int wait_for_acks)
+{
+	struct efiv_srq **p;
+
+	pthread_mutex_lock(&srq->ibsrq.mutex);
+	while (wait_for_acks && srq->ibsrq.events_completed != srq->async_events)
+		pthread_cond_wait(&srq->ibsrq.cond, &srq->ibsrq.mutex);
+	pthread_mutex_unlock(&srq->ibsrq.mutex);
+	pthread_mutex_lock(&c->async.lock);
+	for (p = &c->async.srqs; *p; p = &(*p)->next) {
+		if (*p == srq) {
+			*p = srq->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->async.lock);
+}
+
+/* The live SRQ with this handle, its delivered count raised; NULL if gone. */
+static struct efiv_srq *take_srq(struct efiv_context *c, uint32_t handle)
+{
+	struct efiv_srq *srq;
+
+	pthread_mutex_lock(&c->async.lock);
+	for (srq = c->async.srqs; srq; srq = srq->next)
+		if (srq->ibsrq.handle == handle)
+			break;
+	if (srq) {
+		pthread_mutex_lock(&srq->ibsrq.mutex);
+		srq->async_events++;
+		pthread_mutex_unlock(&srq->ibsrq.mutex);
+	}
+	pthread_mutex_unlock(&c->async.lock);
+	return srq;
+}
+
 void efiv_async_add_qp(struct efiv_context *c, struct efiv_qp *qp)
 {
 	pthread_mutex_lock(&c->async.lock);
@@ -157,6 +214,7 @@ EFIV_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_asyn
 {
 	struct efiv_context *c;
 	struct async_record r;
+	struct efiv_srq *srq;
 	struct efiv_qp *qp;
 	ssize_t n;
 
@@ -180,6 +238,13 @@ EFIV_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_asyn
 			event->element.port_num = r.port_num;
 			return 0;
 		}
+		if (r.type == IBV_EVENT_SRQ_LIMIT_REACHED || r.type == IBV_EVENT_SRQ_ERR) {
+			srq = take_srq(c, r.qp_num);
+			if (!srq)
+				continue;	/* destroyed since */
+			event->element.srq = &srq->ibsrq;
+			return 0;
+		}
 		qp = take_qp(c, r.qp_num);
 		if (!qp)
 			continue;	/* destroyed since: the event died with it */
@@ -190,11 +255,22 @@ EFIV_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_asyn
 
 EFIV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 {
+	struct ibv_srq *srq;
 	struct ibv_qp *qp;
 
 	if (!event)
 		return;
 	switch (event->event_type) {
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+	case IBV_EVENT_SRQ_ERR:
+		srq = event->element.srq;
+		if (!srq)
+			return;
+		pthread_mutex_lock(&srq->mutex);
+		srq->events_completed++;
+		pthread_cond_signal(&srq->cond);
+		pthread_mutex_unlock(&srq->mutex);
+		break;
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
 	case IBV_EVENT_QP_ACCESS_ERR:

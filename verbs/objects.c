@@ -58,11 +58,16 @@ void efiv_release_all(struct efiv_context *c)
 {
 	struct efiv_link *l;
 
-	/* dependents first: QPs use CQs and PDs, MRs use PDs, CQs channels.
+	/* dependents first: QPs use SRQs, CQs and PDs, SRQs and MRs use PDs,
+	 * CQs channels.
 	 * A program closing its device has given up on its events: QPs are
 	 * not held for unacknowledged ones. */
 	while ((l = first(c, EFIV_QP)))
 		efiv_destroy_qp_now(CONTAINER(l, struct efiv_qp, link), 0);
+	/* no QP left, so no SRQ is busy */
+	while ((l = first(c, EFIV_SRQ)))
+		if (efiv_destroy_srq_now(CONTAINER(l, struct efiv_srq, link), 0))
+			break;
 	while ((l = first(c, EFIV_MR))) {
 		struct efiv_mr *mr = CONTAINER(l, struct efiv_mr, link);
 

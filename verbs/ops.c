@@ -8,8 +8,8 @@
  * the extended verbs the header's inline helpers call.  As libibverbs does
  * for a provider that lacks one (its dummy ops), every extended op we do not
  * implement is present and fails with EOPNOTSUPP (errno for the calls that
- * return pointers), so programs take their fallbacks: ibv_query_device_ex
- * falls back to ibv_query_device, ibv_create_cq_ex fails cleanly, and so on.
+ * return pointers), so programs take their fallbacks: ibv_create_cq_ex fails
+ * cleanly, and so on.
  */
 #include "config.h"
 
@@ -35,14 +35,6 @@ static int no_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *
 static int no_dealloc_mw(struct ibv_mw *mw)
 {
 	(void)mw;
-	return EOPNOTSUPP;
-}
-
-static int no_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
-{
-	(void)srq;
-	if (bad)
-		*bad = wr;
 	return EOPNOTSUPP;
 }
 
@@ -205,14 +197,6 @@ static struct ibv_cq_ex *no_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_
 	UNSUPPORTED_PTR;
 }
 
-/* EOPNOTSUPP makes the header's ibv_query_device_ex use ibv_query_device. */
-static int no_query_device_ex(struct ibv_context *ctx, const struct ibv_query_device_ex_input *in,
-			      struct ibv_device_attr_ex *attr, size_t size)
-{
-	(void)ctx; (void)in; (void)attr; (void)size;
-	return EOPNOTSUPP;
-}
-
 static int no_destroy_flow(struct ibv_flow *f)
 {
 	(void)f;
@@ -235,12 +219,6 @@ static int no_get_srq_num(struct ibv_srq *srq, uint32_t *num)
 {
 	(void)srq; (void)num;
 	return EOPNOTSUPP;
-}
-
-static struct ibv_srq *no_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *a)
-{
-	(void)ctx; (void)a;
-	UNSUPPORTED_PTR;
 }
 
 static struct ibv_xrcd *no_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *a)
@@ -276,7 +254,7 @@ void efiv_fill_ops(struct efiv_context *c)
 	o->dealloc_mw = no_dealloc_mw;
 	o->poll_cq = efiv_poll_cq;
 	o->req_notify_cq = efiv_req_notify_cq;
-	o->post_srq_recv = no_post_srq_recv;
+	o->post_srq_recv = efiv_post_srq_recv;
 	o->post_send = efiv_post_send;
 	o->post_recv = efiv_post_recv;
 
@@ -307,14 +285,15 @@ void efiv_fill_ops(struct efiv_context *c)
 	v->query_rt_values = no_query_rt_values;
 	v->create_cq_ex = no_create_cq_ex;
 	v->priv = NULL;
-	v->query_device_ex = no_query_device_ex;
+	v->query_device_ex = efiv_query_device_ex;
 	v->ibv_destroy_flow = no_destroy_flow;
 	v->ibv_create_flow = no_create_flow;
 	v->open_qp = no_open_qp;
 	/* RC QPs through ibv_create_qp_ex, with or without the ibv_wr_* API */
 	v->create_qp_ex = efiv_create_qp_ex;
 	v->get_srq_num = no_get_srq_num;
-	v->create_srq_ex = no_create_srq_ex;
+	/* basic SRQs (srq.c) */
+	v->create_srq_ex = efiv_create_srq_ex;
 	v->open_xrcd = no_open_xrcd;
 	v->close_xrcd = no_close_xrcd;
 	v->sz = sizeof(*v);

@@ -104,7 +104,14 @@ int efiv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr
 
 int efiv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
-	int err = efi_post_recv(efiv_qp(qp)->eqp, (struct efi_recv_wr *)wr,
+	int err;
+
+	/* a QP of an SRQ has no receive queue: EINVAL as rxe and mlx5 say */
+	if (__builtin_expect(qp->srq != NULL, 0)) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	err = efi_post_recv(efiv_qp(qp)->eqp, (struct efi_recv_wr *)wr,
 				(struct efi_recv_wr **)bad_wr);
 
 	if (__builtin_expect(err == ENODEV, 0))
@@ -148,7 +155,8 @@ int efiv_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 
 struct ibv_qp *efiv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
-	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+			       IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	const uint64_t ops = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
 			     IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
 			     IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
@@ -163,8 +171,10 @@ struct ibv_qp *efiv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 		errno = EINVAL;
 		return NULL;
 	}
-	/* what a provider without XRC, RSS, TSO, create flags or SRQs says */
-	if ((attr->comp_mask & ~known) || attr->srq || attr->qp_type != IBV_QPT_RC ||
+	/* what a provider without XRC, RSS, TSO or create flags says; create
+	 * flags 0 ask for nothing and are accepted, as rxe and mlx5 do */
+	if ((attr->comp_mask & ~known) || attr->qp_type != IBV_QPT_RC ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (attr->send_ops_flags & ~ops))) {
 		errno = EOPNOTSUPP;
 		return NULL;
@@ -177,6 +187,7 @@ struct ibv_qp *efiv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 	e.qp_context = qp;
 	e.send_cq = efiv_cq(attr->send_cq)->ecq;
 	e.recv_cq = efiv_cq(attr->recv_cq)->ecq;
+	e.srq = attr->srq ? efiv_srq(attr->srq)->esrq : NULL;
 	e.cap.max_send_wr = attr->cap.max_send_wr;
 	e.cap.max_recv_wr = attr->cap.max_recv_wr;
 	e.cap.max_send_sge = attr->cap.max_send_sge;
@@ -204,6 +215,7 @@ struct ibv_qp *efiv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 	qp->ibqp.pd = pd;
 	qp->ibqp.send_cq = attr->send_cq;
 	qp->ibqp.recv_cq = attr->recv_cq;
+	qp->ibqp.srq = attr->srq;
 	qp->ibqp.handle = qp->eqp->handle;
 	qp->ibqp.qp_num = qp->eqp->qp_num;
 	qp->ibqp.state = IBV_QPS_RESET;
@@ -273,6 +285,7 @@ EFIV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int at
 	init_attr->qp_context = qp->qp_context;
 	init_attr->send_cq = qp->send_cq;
 	init_attr->recv_cq = qp->recv_cq;
+	init_attr->srq = qp->srq;
 	init_attr->cap.max_send_wr = ei.cap.max_send_wr;
 	init_attr->cap.max_recv_wr = ei.cap.max_recv_wr;
 	init_attr->cap.max_send_sge = ei.cap.max_send_sge;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Verbs EFI has no counterpart for: shared receive queues, address handles
- * (UD), multicast, re-registration, imported objects, ECE, dma-buf MRs.
+ * Verbs EFI has no counterpart for: address handles (UD), multicast,
+ * re-registration, imported objects, ECE, dma-buf MRs.
  * They exist so that every ibv_* a program binds to is ours (never the real
  * libibverbs'), and fail the way libibverbs fails for a provider that lacks
  * them: EOPNOTSUPP (in errno for the calls that return pointers).  perftest
@@ -16,37 +16,13 @@
 
 #define UNSUPPORTED_PTR do { errno = EOPNOTSUPP; return NULL; } while (0)
 
-EFIV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
-{
-	(void)pd; (void)attr;
-	UNSUPPORTED_PTR;
-}
-
-EFIV_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
-{
-	(void)srq; (void)attr; (void)mask;
-	return EOPNOTSUPP;
-}
-
-EFIV_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
-{
-	(void)srq; (void)attr;
-	return EOPNOTSUPP;
-}
-
-/* No SRQ or AH can exist here: destroying one is a bad argument. */
-EFIV_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	(void)srq;
-	return EINVAL;
-}
-
 EFIV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	(void)pd; (void)attr;
 	UNSUPPORTED_PTR;
 }
 
+/* No AH can exist here: destroying one is a bad argument. */
 EFIV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
 	(void)ah;

@@ -29,7 +29,7 @@ struct efiv_link {
 	struct efiv_link *prev, *next;
 };
 
-enum efiv_kind { EFIV_QP, EFIV_MR, EFIV_PD, EFIV_CQ, EFIV_CHANNEL, EFIV_KINDS };
+enum efiv_kind { EFIV_QP, EFIV_SRQ, EFIV_MR, EFIV_PD, EFIV_CQ, EFIV_CHANNEL, EFIV_KINDS };
 
 /* One ibv_get_device_list() result: the libefi list it came from stays alive
  * while the list or any device of it is open (refs). */
@@ -55,10 +55,13 @@ struct efiv_device_list {
 /* Async events: a pipe carries struct ibv_async_event records, so the
  * context's async_fd can be polled and set O_NONBLOCK like a real one. */
 struct efiv_qp;
+struct efiv_srq;
 struct efiv_async {
 	int wfd;				/* write end; async_fd is the read end */
-	pthread_mutex_t lock;			/* qps, port_error_sent */
+	pthread_mutex_t lock;			/* qps, srqs, port_error_sent */
 	struct efiv_qp *qps;			/* live QPs, to resolve queued events */
+	struct efiv_srq *srqs;			/* live SRQs, likewise */
+	uint32_t next_srq_handle;		/* names SRQs in queued events */
 	int port_error_sent;			/* one IBV_EVENT_PORT_ERR per context */
 };
 
@@ -127,6 +130,15 @@ struct efiv_qp {
 						 * waits until it acked them all */
 };
 
+/* A shared receive queue (srq.c). */
+struct efiv_srq {
+	struct ibv_srq ibsrq;
+	struct efi_srq *esrq;
+	struct efiv_link link;
+	struct efiv_srq *next;			/* in efiv_async.srqs */
+	uint32_t async_events;			/* as efiv_qp's */
+};
+
 static inline struct efiv_context *efiv_ctx(struct ibv_context *c)
 {
 	return (struct efiv_context *)((char *)c - offsetof(struct efiv_context, vctx.context));
@@ -136,6 +148,7 @@ static inline struct efiv_pd *efiv_pd(struct ibv_pd *p) { return (struct efiv_pd
 static inline struct efiv_mr *efiv_mr(struct ibv_mr *m) { return (struct efiv_mr *)m; }
 static inline struct efiv_cq *efiv_cq(struct ibv_cq *c) { return (struct efiv_cq *)c; }
 static inline struct efiv_qp *efiv_qp(struct ibv_qp *q) { return (struct efiv_qp *)q; }
+static inline struct efiv_srq *efiv_srq(struct ibv_srq *s) { return (struct efiv_srq *)s; }
 static inline struct efiv_comp_channel *efiv_channel(struct ibv_comp_channel *c)
 {
 	return (struct efiv_comp_channel *)c;
@@ -171,6 +184,20 @@ void efiv_async_del_qp(struct efiv_context *c, struct efiv_qp *qp, int wait_for_
 void efiv_async_port_error(struct efiv_context *c);
 /* The QP left the connection by an error (not a flush): IBV_EVENT_QP_FATAL once. */
 void efiv_async_qp_fatal(struct efiv_qp *qp);
+
+/* The SRQ's limit was reached: IBV_EVENT_SRQ_LIMIT_REACHED (called from
+ * libefi's transport, with its lock held: only writes to the pipe). */
+void efiv_async_srq_limit(struct efiv_srq *srq);
+void efiv_async_add_srq(struct efiv_context *c, struct efiv_srq *srq);
+void efiv_async_del_srq(struct efiv_context *c, struct efiv_srq *srq, int wait_for_acks);
+
+/* srq.c */
+struct ibv_srq *efiv_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr);
+int efiv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+int efiv_destroy_srq_now(struct efiv_srq *srq, int wait_for_acks);
+/* device.c: the limits ibv_query_device reports (query_device_ex too). */
+int efiv_query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *input,
+			 struct ibv_device_attr_ex *attr, size_t attr_size);
 
 /* qp_ex.c: the ibv_wr_* API of an extended QP. */
 void efiv_qp_ex_init(struct efiv_qp *qp);

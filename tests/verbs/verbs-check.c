@@ -8,9 +8,13 @@
  *  - every ibv_* it calls binds to libefi-verbs.so (dladdr), not libibverbs;
  *  - the device: name, stable GUID, port (Ethernet, active, MTU), RoCEv2
  *    GIDs, P_Key;
- *  - extended verbs fall back or fail as libibverbs makes them for a
- *    provider that lacks them (ibv_query_device_ex → legacy,
- *    ibv_create_cq_ex/ibv_create_srq/ibv_alloc_td … → EOPNOTSUPP);
+ *  - ibv_query_device_ex answers itself (phys_port_cnt_ex, no timestamps),
+ *    the vendor id is EFI's; extended verbs EFI lacks fail as libibverbs
+ *    makes them for a provider without them (ibv_create_cq_ex,
+ *    ibv_alloc_td … → EOPNOTSUPP);
+ *  - send-only QPs, create flags 0, shared receive queues (issue 16): two
+ *    QPs on one SRQ, ibv_post_srq_recv through the header, the limit event
+ *    through ibv_get_async_event;
  *  - the header's inline data path over two RC QPs of one context, looped
  *    through the instance's own GID: Send, Write, Read, atomics, the
  *    ibv_wr_* API, completion events;
@@ -202,9 +206,16 @@ int main(int argc, char **argv)
 		DIE("ibv_open_device: %s", strerror(errno));
 	ibv_free_device_list(list);	/* the open context keeps its device */
 
+	memset(&dx, 0xa5, sizeof(dx));
 	check(ibv_query_device_ex(ctx, NULL, &dx) == 0 && dx.orig_attr.phys_port_cnt == 1 &&
-	      dx.orig_attr.node_guid == guid && dx.orig_attr.atomic_cap != IBV_ATOMIC_NONE,
-	      "ibv_query_device_ex falls back to ibv_query_device, GUID matches");
+	      dx.orig_attr.node_guid == guid && dx.orig_attr.atomic_cap != IBV_ATOMIC_NONE &&
+	      dx.phys_port_cnt_ex == 1 && dx.completion_timestamp_mask == 0 &&
+	      dx.hca_core_clock == 0 && dx.odp_caps.general_caps == 0 && dx.comp_mask == 0 &&
+	      dx.orig_attr.max_srq > 0 && dx.orig_attr.max_srq_wr > 0 &&
+	      (dx.device_cap_flags_ex & IBV_DEVICE_SRQ_RESIZE),
+	      "ibv_query_device_ex: phys_port_cnt_ex 1, no timestamps, SRQ limits, GUID matches");
+	printf("  vendor_id 0x%x\n", dx.orig_attr.vendor_id);
+	check(dx.orig_attr.vendor_id == 0x454649, "vendor_id is EFI's (0x454649, \"EFI\")");
 	check(ibv_query_port(ctx, 1, &port) == 0 && port.state == IBV_PORT_ACTIVE &&
 	      port.link_layer == IBV_LINK_LAYER_ETHERNET && port.active_mtu >= IBV_MTU_1024 &&
 	      port.gid_tbl_len >= 1, "port 1: active, Ethernet, MTU, GIDs");
@@ -222,7 +233,6 @@ int main(int argc, char **argv)
 	{
 		struct ibv_cq_init_attr_ex ca = { .cqe = 4 };
 		struct ibv_td_init_attr ta = { 0 };
-		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
 		struct ibv_values_ex vals = { .comp_mask = IBV_VALUES_MASK_RAW_CLOCK };
 
 		errno = 0;
@@ -233,8 +243,6 @@ int main(int argc, char **argv)
 		pd = ibv_alloc_pd(ctx);
 		if (!pd)
 			DIE("ibv_alloc_pd");
-		errno = 0;
-		check(!ibv_create_srq(pd, &sa) && errno == EOPNOTSUPP, "ibv_create_srq: EOPNOTSUPP");
 		errno = 0;
 		check(!ibv_alloc_mw(pd, IBV_MW_TYPE_1) && errno == EOPNOTSUPP, "ibv_alloc_mw: EOPNOTSUPP");
 	}
@@ -349,6 +357,107 @@ int main(int argc, char **argv)
 		ibv_wr_start(qx);
 		ibv_wr_send_inv(qx, 1);
 		check(ibv_wr_complete(qx) == EOPNOTSUPP, "ibv_wr_send_inv: EOPNOTSUPP at ibv_wr_complete");
+	}
+
+	/* send-only QPs, create flags, SRQs (issue 16) */
+	{
+		struct ibv_qp_init_attr_ex qa;
+		struct ibv_srq_init_attr sa = { .srq_context = (void *)0x5151,
+						.attr = { .max_wr = 6, .max_sge = 1 } };
+		struct ibv_srq_init_attr_ex sx;
+		struct ibv_srq_attr sq;
+		struct ibv_qp *s1, *s2, *r1, *r2, *so;
+		struct ibv_srq *srq, *srq2;
+		struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+		int got[2] = { 0, 0 }, limit = 0;
+
+		memset(&qa, 0, sizeof(qa));
+		qa.send_cq = qa.recv_cq = cq;
+		qa.cap.max_send_wr = 4;
+		qa.cap.max_send_sge = 1;
+		qa.qp_type = IBV_QPT_RC;
+		qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+		qa.pd = pd;
+		qa.create_flags = 0;
+		so = ibv_create_qp_ex(ctx, &qa);
+		check(so && qa.cap.max_recv_wr == 0, "ibv_create_qp_ex: create flags 0, max_recv_wr 0");
+		check(so && post_recv(so, mr, buf, 8) != 0, "posting a receive to a send-only QP fails");
+		qa.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
+		errno = 0;
+		check(!ibv_create_qp_ex(ctx, &qa) && errno == EOPNOTSUPP, "create flags other than 0: EOPNOTSUPP");
+		if (so)
+			ibv_destroy_qp(so);
+
+		srq = ibv_create_srq(pd, &sa);
+		check(srq && sa.attr.max_wr >= 6 && srq->srq_context == (void *)0x5151 && srq->pd == pd,
+		      "ibv_create_srq");
+		if (!srq)
+			DIE("ibv_create_srq: %s", strerror(errno));
+		memset(&sx, 0, sizeof(sx));
+		sx.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_CQ;
+		sx.srq_type = IBV_SRQT_BASIC;
+		sx.pd = pd;
+		sx.cq = cq;
+		sx.attr.max_wr = 4;
+		srq2 = ibv_create_srq_ex(ctx, &sx);
+		check(srq2 != NULL, "ibv_create_srq_ex: basic type (with a CQ)");
+		check(ibv_destroy_srq(srq2) == 0, "ibv_destroy_srq");
+		sx.srq_type = IBV_SRQT_XRC;
+		errno = 0;
+		check(!ibv_create_srq_ex(ctx, &sx) && errno == EOPNOTSUPP, "ibv_create_srq_ex: XRC EOPNOTSUPP");
+
+		qa.comp_mask = IBV_QP_INIT_ATTR_PD;
+		qa.cap.max_recv_wr = 4;
+		s1 = ibv_create_qp_ex(ctx, &qa);
+		s2 = ibv_create_qp_ex(ctx, &qa);
+		qa.cap.max_send_wr = 0;
+		qa.srq = srq;
+		r1 = ibv_create_qp_ex(ctx, &qa);
+		r2 = ibv_create_qp_ex(ctx, &qa);
+		if (!s1 || !s2 || !r1 || !r2)
+			DIE("create SRQ QPs: %s", strerror(errno));
+		check(r1->srq == srq && qa.cap.max_recv_wr == 0, "a QP with an SRQ: no receive queue of its own");
+		connect_qp(s1, r1->qp_num, &gid, IBV_MTU_1024, 14, 7);
+		connect_qp(r1, s1->qp_num, &gid, IBV_MTU_1024, 14, 7);
+		connect_qp(s2, r2->qp_num, &gid, IBV_MTU_1024, 14, 7);
+		connect_qp(r2, s2->qp_num, &gid, IBV_MTU_1024, 14, 7);
+		check(post_recv(r1, mr, buf, 8) == EINVAL, "ibv_post_recv on a QP with an SRQ: EINVAL");
+		for (int i = 0; i < 4; i++) {
+			struct ibv_sge sge = { .addr = (uintptr_t)(buf + 57344 + i * 256), .length = 256,
+					       .lkey = mr->lkey };
+			struct ibv_recv_wr wr = { .wr_id = 900 + i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+			if (ibv_post_srq_recv(srq, &wr, &bad))
+				DIE("ibv_post_srq_recv");
+		}
+		sq.srq_limit = 3;
+		check(ibv_modify_srq(srq, &sq, IBV_SRQ_LIMIT) == 0 && ibv_query_srq(srq, &sq) == 0 &&
+		      sq.srq_limit == 3, "ibv_modify_srq arms the limit, ibv_query_srq shows it");
+		strcpy(buf + 56000, "srq one");
+		strcpy(buf + 56100, "srq two");
+		check(send_one(s1, IBV_WR_SEND, mr, buf + 56000, 8, 0, 0, 0) == 0 &&
+		      send_one(s2, IBV_WR_SEND, mr, buf + 56100, 8, 0, 0, 0) == 0, "Sends to two QPs of one SRQ");
+		for (int i = 0; i < 4 && poll_one(cq, &wc); i++) {
+			if (wc.opcode != IBV_WC_RECV || wc.status != IBV_WC_SUCCESS)
+				continue;
+			if (wc.qp_num == r1->qp_num && !strcmp(buf + 57344 + (wc.wr_id - 900) * 256, "srq one"))
+				got[0] = 1;
+			if (wc.qp_num == r2->qp_num && !strcmp(buf + 57344 + (wc.wr_id - 900) * 256, "srq two"))
+				got[1] = 1;
+		}
+		check(got[0] && got[1], "both arrived through the SRQ, each on its QP");
+		check(poll(&pfd, 1, 5000) == 1, "async_fd readable after the SRQ drops below its limit");
+		/* after the QP_FATAL of the rkey check above */
+		while (!limit && ibv_get_async_event(ctx, &ev) == 0) {
+			limit = ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == srq;
+			printf("  async event: %s\n", ibv_event_type_str(ev.event_type));
+			ibv_ack_async_event(&ev);
+		}
+		check(limit, "ibv_get_async_event: IBV_EVENT_SRQ_LIMIT_REACHED for the SRQ");
+		check(ibv_query_srq(srq, &sq) == 0 && sq.srq_limit == 0, "the event disarmed the SRQ");
+		check(ibv_destroy_srq(srq) == EBUSY, "ibv_destroy_srq while QPs use it: EBUSY");
+		check(ibv_destroy_qp(s1) == 0 && ibv_destroy_qp(s2) == 0 && ibv_destroy_qp(r1) == 0 &&
+		      ibv_destroy_qp(r2) == 0 && ibv_destroy_srq(srq) == 0, "destroy the SRQ's QPs, then the SRQ");
 	}
 
 	/* async: a QP whose peer QP does not exist gives up after its retries */
