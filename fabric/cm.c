@@ -18,9 +18,6 @@
 
 extern struct fi_ops_ep efi_fi_ep_ops;
 
-/* How long efi_connect may take before FI_ETIMEDOUT (the CM's default). */
-#define EFI_FI_CONNECT_TIMEOUT_MS 5000
-
 static int copy_name(const struct sockaddr_storage *ss, void *addr, size_t *addrlen)
 {
 	size_t len = efi_fi_sockaddr_len((const struct sockaddr *)ss);
@@ -80,7 +77,7 @@ static int ep_connect(struct fid_ep *fep, const void *addr, const void *param, s
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&ep->eq->lock);
-	id = efi_connect(ep->qp, host, port, param, paramlen, EFI_FI_CONNECT_TIMEOUT_MS);
+	id = efi_connect(ep->qp, host, port, param, paramlen, efi_fi_connect_timeout_ms());
 	if (id) {
 		ep->owner.id = id;
 		memcpy(&ep->peer, addr, efi_fi_sockaddr_len(addr));
@@ -93,24 +90,29 @@ static int ep_connect(struct fid_ep *fep, const void *addr, const void *param, s
 static int ep_accept(struct fid_ep *fep, const void *param, size_t paramlen)
 {
 	struct efi_fi_ep *ep = (struct efi_fi_ep *)fep;
+	struct efi_cm_id *req;
 	int err;
 
 	if (!ep->eq)
 		return -FI_ENOEQ;
-	if (!ep->enabled || !ep->connreq)
+	if (!ep->enabled || !ep->connreq || ep->owner.id)
 		return -FI_EOPBADSTATE;
 	if (paramlen > EFI_FI_CM_DATA_MAX || (paramlen && !param))
 		return -FI_EINVAL;
+	req = efi_fi_connreq_take(ep);
+	if (!req)
+		return -FI_EOPBADSTATE;	/* rejected, or accepted already */
 	pthread_mutex_lock(&ep->eq->lock);
-	err = efi_accept(ep->connreq->request, ep->qp, param, paramlen);
+	err = efi_accept(req, ep->qp, param, paramlen);
 	if (!err) {
-		ep->owner.id = ep->connreq->request;
-		free(ep->connreq);	/* its id is the connection now */
-		ep->connreq = NULL;
+		ep->owner.id = req;	/* the request is the connection now */
 		efi_fi_eq_watch(ep->eq, &ep->owner);
 	}
 	pthread_mutex_unlock(&ep->eq->lock);
-	return efi_fi_errno(err);
+	efi_fi_connreq_settle(ep, req, !err);
+	/* ENOENT: efid withdrew the request, the client gave up (its connect
+	 * timed out, or it closed its endpoint) */
+	return err == ENOENT ? -FI_ECONNABORTED : efi_fi_errno(err);
 }
 
 static int ep_shutdown(struct fid_ep *fep, uint64_t flags)
@@ -263,17 +265,11 @@ static int pep_listen(struct fid_pep *fpep)
 
 static int pep_reject(struct fid_pep *fpep, fid_t handle, const void *param, size_t paramlen)
 {
-	struct efi_fi_connreq *cr = (struct efi_fi_connreq *)handle;
-	int err;
+	struct efi_fi_pep *pep = (struct efi_fi_pep *)fpep;
 
-	(void)fpep;
-	if (!cr || cr->fid.fclass != FI_CLASS_CONNREQ || paramlen > EFI_FI_CM_DATA_MAX ||
-	    (paramlen && !param))
+	if (!handle || paramlen > EFI_FI_CM_DATA_MAX || (paramlen && !param))
 		return -FI_EINVAL;
-	err = efi_reject(cr->request, param, paramlen);
-	efi_cm_destroy_id(cr->request);
-	free(cr);
-	return efi_fi_errno(err);
+	return efi_fi_connreq_reject(pep, handle, param, paramlen);
 }
 
 static struct fi_ops_cm pep_cm_ops = {
@@ -306,11 +302,13 @@ static int pep_close(struct fid *fid)
 	struct efi_fi_pep *pep = (struct efi_fi_pep *)fid;
 
 	if (pep->eq) {
+		/* also drops its queued events: their requests go next */
 		efi_fi_eq_detach(pep->eq, &pep->owner);
 		pthread_mutex_lock(&pep->eq->lock);
 		efi_cm_destroy_id(pep->owner.id);
 		pthread_mutex_unlock(&pep->eq->lock);
 	}
+	efi_fi_connreq_pep_close(pep);
 	efi_fi_ctx_put(pep->fab, pep->ctx);
 	__atomic_fetch_sub(&pep->fab->refs, 1, __ATOMIC_SEQ_CST);
 	fi_freeinfo(pep->info);

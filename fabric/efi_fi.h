@@ -57,6 +57,14 @@
 #define EFI_FI_MR_MODE	(FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
 #define EFI_FI_MSG_ORDER (FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_RAS | FI_ORDER_WAW | \
 			  FI_ORDER_WAS | FI_ORDER_SAW | FI_ORDER_SAS)
+/* How long fi_connect waits for the server's answer.  libfabric 1.17 has
+ * no FI_OPT_CM_* option for it; rdma_cm (the verbs provider) waits tens of
+ * seconds and tcp as long as the kernel does, so a server that takes a few
+ * seconds to fi_accept (allocating its buffers, a loaded host) must not
+ * lose the connection.  FI_EFI_CONNECT_TIMEOUT (ms) overrides it, up to
+ * efid's limit (common/cmwire.h: CM_WIRE_MAX_TIMEOUT). */
+#define EFI_FI_CONNECT_TIMEOUT_MS	60000
+#define EFI_FI_CONNECT_TIMEOUT_MAX_MS	600000
 /* FI_OPT_CM_DATA_SIZE: what efi_cm carries each way. */
 #define EFI_FI_CM_DATA_MAX	EFI_CM_PRIVATE_DATA_MAX
 
@@ -74,6 +82,7 @@ struct efi_fi_devctx {
 struct efi_fi_fabric {
 	struct fid_fabric fabric;
 	pthread_mutex_t lock;
+	pthread_mutex_t cr_lock;	/* connection requests (connreq.c) */
 	struct efi_fi_devctx *devs;
 	int refs;			/* domains, EQs, PEPs open on it */
 };
@@ -83,6 +92,8 @@ struct efi_context *efi_fi_ctx_get(struct efi_fi_fabric *fab, const char *devnam
 void efi_fi_ctx_put(struct efi_fi_fabric *fab, struct efi_context *ctx);
 
 int efi_fi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+/* fi_connect's timeout: FI_EFI_CONNECT_TIMEOUT or the default. */
+int efi_fi_connect_timeout_ms(void);
 
 /* ------------------------------------------------------------ getinfo */
 
@@ -189,9 +200,16 @@ int efi_fi_cq_trywait(struct efi_fi_cq *cq);
 
 /* ------------------------------------------------------------ endpoints */
 
+/* A connection request: the handle of an FI_CONNREQ's info.  Who frees
+ * it, and when: connreq.c.  Fields under fab->cr_lock. */
 struct efi_fi_connreq {
 	struct fid fid;			/* FI_CLASS_CONNREQ */
-	struct efi_cm_id *request;
+	struct efi_fi_fabric *fab;
+	struct efi_fi_connreq *next;	/* on pep->connreqs */
+	struct efi_fi_pep *pep;		/* NULL once released or the pep closed */
+	struct efi_fi_ep *ep;		/* the endpoint opened on it, until it closes */
+	struct efi_cm_id *request;	/* until accepted, rejected or destroyed */
+	bool released;			/* fi_reject, fi_close(handle) or fi_accept done */
 };
 
 struct efi_fi_pep {
@@ -202,6 +220,7 @@ struct efi_fi_pep {
 	struct efi_fi_eq *eq;
 	struct efi_fi_cm_owner owner;
 	struct sockaddr_storage addr;	/* the interface address; port = service */
+	struct efi_fi_connreq *connreqs;	/* not released yet (fab->cr_lock) */
 };
 
 int efi_fi_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
@@ -229,6 +248,27 @@ struct efi_fi_ep {
 
 int efi_fi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
 		   void *context);
+
+/* Connection requests (connreq.c). */
+/* A request of pep, listed on it (NULL on ENOMEM; request untouched). */
+struct efi_fi_connreq *efi_fi_connreq_new(struct efi_fi_pep *pep, struct efi_cm_id *request);
+/* Rejects and frees a request never handed to the application. */
+void efi_fi_connreq_drop(struct efi_fi_connreq *cr);
+/* fi_endpoint on the request: 0, -FI_EBUSY (another endpoint has it) or
+ * -FI_EINVAL (answered already). */
+int efi_fi_connreq_hold(struct efi_fi_connreq *cr, struct efi_fi_ep *ep);
+/* The request for efi_accept, taken out (NULL: none left); hand it back
+ * with efi_fi_connreq_settle, accepted or not. */
+struct efi_cm_id *efi_fi_connreq_take(struct efi_fi_ep *ep);
+void efi_fi_connreq_settle(struct efi_fi_ep *ep, struct efi_cm_id *req, bool accepted);
+/* The endpoint's close: a request still unanswered is rejected. */
+void efi_fi_connreq_ep_close(struct efi_fi_ep *ep);
+/* fi_reject: 0 or -FI_E*; -FI_EINVAL for a handle not pending on pep. */
+int efi_fi_connreq_reject(struct efi_fi_pep *pep, fid_t handle, const void *param, size_t len);
+/* The passive endpoint's close: its requests nobody holds are rejected. */
+void efi_fi_connreq_pep_close(struct efi_fi_pep *pep);
+/* Takes cr off its passive endpoint's list; fab->cr_lock held. */
+void efi_fi_connreq_unlink(struct efi_fi_connreq *cr);
 extern struct fi_ops_cm efi_fi_ep_cm_ops;
 extern struct fi_ops_msg efi_fi_msg_ops;
 extern struct fi_ops_rma efi_fi_rma_ops;

@@ -128,8 +128,7 @@ static int ep_close(struct fid *fid)
 	} else {
 		efi_cm_destroy_id(ep->owner.id);
 	}
-	if (ep->connreq)
-		fi_close(&ep->connreq->fid);
+	efi_fi_connreq_ep_close(ep);
 	efi_destroy_qp(ep->qp);
 	efi_dereg_mr(ep->scratch_mr);	/* after the QP: no fetch-add lands in it */
 	efi_destroy_cq(ep->own_cq);
@@ -231,10 +230,17 @@ int efi_fi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_e
 		free(ep);
 		return -FI_ENOMEM;
 	}
+	ep->info->handle = NULL;	/* ours is ep->connreq */
 	if (info->handle) {
-		/* fi_accept will use it; the dup must not close it twice */
+		int ret = efi_fi_connreq_hold((struct efi_fi_connreq *)info->handle, ep);
+
+		if (ret) {
+			fi_freeinfo(ep->info);
+			free(ep);
+			return ret;
+		}
+		/* fi_accept answers it; fi_reject or the close may instead */
 		ep->connreq = (struct efi_fi_connreq *)info->handle;
-		ep->info->handle = NULL;
 	}
 	if (info->dest_addr && info->dest_addrlen <= sizeof(ep->peer))
 		memcpy(&ep->peer, info->dest_addr, info->dest_addrlen);

@@ -24,6 +24,9 @@ struct efi_fi_eq_entry {
 	struct efi_fi_eq_entry *next;
 	uint32_t event;
 	bool is_err;
+	bool ours;		/* made here (CM events, errors), not by fi_eq_write */
+	/* an FI_CONNREQ's info: ours until the application reads the entry */
+	struct fi_info *info;
 	struct fi_eq_err_entry err;
 	size_t len;		/* bytes of data[] (the entry, or err_data) */
 	uint8_t data[];
@@ -68,6 +71,7 @@ static struct efi_fi_eq_entry *cm_entry(uint32_t event, fid_t fid, struct fi_inf
 	if (!e)
 		return NULL;
 	e->event = event;
+	e->ours = true;
 	e->len = sizeof(struct fi_eq_cm_entry) + len;
 	cm = (struct fi_eq_cm_entry *)e->data;
 	cm->fid = fid;
@@ -85,6 +89,7 @@ int efi_fi_eq_push_err(struct efi_fi_eq *eq, fid_t fid, void *context, int err, 
 	if (!e)
 		return -FI_ENOMEM;
 	e->is_err = true;
+	e->ours = true;
 	e->len = len;
 	if (len)
 		memcpy(e->data, data, len);
@@ -118,40 +123,18 @@ static void gid_sockaddr(const union efi_gid *gid, struct sockaddr_storage *ss, 
 	}
 }
 
-static int connreq_close(struct fid *fid)
-{
-	struct efi_fi_connreq *cr = (struct efi_fi_connreq *)fid;
-
-	efi_cm_destroy_id(cr->request);	/* not accepted: rejected */
-	free(cr);
-	return 0;
-}
-
-static struct fi_ops connreq_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = connreq_close,
-	.bind = efi_fi_no_bind,
-	.control = efi_fi_no_control,
-	.ops_open = efi_fi_no_ops_open,
-	.tostr = efi_fi_no_tostr,
-	.ops_set = efi_fi_no_ops_set,
-};
-
 static struct efi_fi_eq_entry *connreq_entry(struct efi_fi_cm_owner *o,
 					     const struct efi_cm_event *ev)
 {
 	struct efi_fi_pep *pep = container_of(o, struct efi_fi_pep, owner);
-	struct efi_fi_connreq *cr = calloc(1, sizeof(*cr));
 	struct fi_info *info = fi_dupinfo(pep->info);
+	struct efi_fi_connreq *cr = NULL;
 	struct efi_fi_eq_entry *e = NULL;
 	struct sockaddr_storage peer;
 	size_t plen;
 
-	if (!cr || !info)
+	if (!info)
 		goto fail;
-	cr->fid.fclass = FI_CLASS_CONNREQ;
-	cr->fid.ops = &connreq_fi_ops;
-	cr->request = ev->request;
 	gid_sockaddr(&ev->peer_gid, &peer, &plen);
 	free(info->dest_addr);
 	info->dest_addr = malloc(plen);
@@ -162,14 +145,20 @@ static struct efi_fi_eq_entry *connreq_entry(struct efi_fi_cm_owner *o,
 	/* the source is the listener's address as it is now */
 	if (info->src_addr && info->src_addrlen >= efi_fi_sockaddr_len((void *)&pep->addr))
 		memcpy(info->src_addr, &pep->addr, efi_fi_sockaddr_len((void *)&pep->addr));
-	info->handle = &cr->fid;
+	info->handle = NULL;
 	e = cm_entry(FI_CONNREQ, &pep->pep.fid, info, ev->private_data, ev->private_data_len);
-	if (e)
-		return e;
+	if (!e)
+		goto fail;
+	cr = efi_fi_connreq_new(pep, ev->request);
+	if (!cr)
+		goto fail;
+	info->handle = &cr->fid;
+	e->info = info;
+	return e;
 fail:
+	free(e);
 	fi_freeinfo(info);
-	free(cr);
-	efi_cm_destroy_id(ev->request);
+	efi_cm_destroy_id(ev->request);	/* refused: the client hears of it */
 	return NULL;
 }
 
@@ -263,6 +252,38 @@ void efi_fi_eq_attach(struct efi_fi_eq *eq, struct efi_fi_cm_owner *o)
 	pthread_mutex_unlock(&eq->lock);
 }
 
+static void entry_free(struct efi_fi_eq_entry *e)
+{
+	/* an FI_CONNREQ never read: its request is the passive endpoint's to
+	 * refuse (connreq.c), fi_freeinfo leaves info->handle alone */
+	fi_freeinfo(e->info);
+	free(e);
+}
+
+/* Takes the queued entries of fid out (as the verbs provider does): read
+ * later they would name a closed object; eq->lock held.  Entries of
+ * fi_eq_write are the application's and stay. */
+static void eq_purge(struct efi_fi_eq *eq, fid_t fid)
+{
+	struct efi_fi_eq_entry **pp = &eq->head, *last = NULL;
+
+	while (*pp) {
+		struct efi_fi_eq_entry *e = *pp;
+		fid_t of = !e->ours ? NULL
+			   : e->is_err ? e->err.fid : ((struct fi_eq_cm_entry *)e->data)->fid;
+
+		if (of == fid) {
+			*pp = e->next;
+			entry_free(e);
+		} else {
+			last = e;
+			pp = &e->next;
+		}
+	}
+	eq->tail = last;
+	eq_sync_evfd(eq);
+}
+
 void efi_fi_eq_detach(struct efi_fi_eq *eq, struct efi_fi_cm_owner *o)
 {
 	pthread_mutex_lock(&eq->lock);
@@ -273,8 +294,7 @@ void efi_fi_eq_detach(struct efi_fi_eq *eq, struct efi_fi_cm_owner *o)
 			break;
 		}
 	}
-	/* entries naming this fid are left: the application owns that race,
-	 * as with any provider */
+	eq_purge(eq, o->fid);
 	__atomic_fetch_sub(&eq->refs, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&eq->lock);
 }
@@ -455,7 +475,7 @@ static const char *eq_strerror(struct fid_eq *feq, int prov_errno, const void *e
 		s = "no efid answered at that address";
 		break;
 	case -(int)EFI_CM_EVENT_TIMEOUT:
-		s = "the listener did not answer in time";
+		s = "the server did not accept in time (FI_EFI_CONNECT_TIMEOUT)";
 		break;
 	default:
 		s = prov_errno > 0 ? strerror(prov_errno) : "unknown";
@@ -496,18 +516,8 @@ static int eq_close(struct fid *fid)
 	while (eq->head) {
 		struct efi_fi_eq_entry *e = eq->head;
 
-		if (!e->is_err && e->event == FI_CONNREQ) {
-			struct fi_eq_cm_entry *cm = (struct fi_eq_cm_entry *)e->data;
-
-			/* never handed out: reject and free it */
-			if (cm->info && cm->info->handle)
-				fi_close(cm->info->handle);
-			if (cm->info)
-				cm->info->handle = NULL;
-			fi_freeinfo(cm->info);
-		}
 		eq->head = e->next;
-		free(e);
+		entry_free(e);
 	}
 	close(eq->epfd);
 	close(eq->evfd);

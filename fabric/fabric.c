@@ -27,7 +27,22 @@ struct fi_provider efi_fi_prov = {
 
 FI_EXT_INI
 {
+	/* `fi_info -e` lists it; read again at every fi_connect */
+	fi_param_define(&efi_fi_prov, "connect_timeout", FI_PARAM_INT,
+			"Milliseconds fi_connect waits for the server's fi_accept before "
+			"FI_ETIMEDOUT, 1..%d (default: %d, as long as rdma_cm waits)",
+			EFI_FI_CONNECT_TIMEOUT_MAX_MS, EFI_FI_CONNECT_TIMEOUT_MS);
 	return &efi_fi_prov;
+}
+
+int efi_fi_connect_timeout_ms(void)
+{
+	int ms = EFI_FI_CONNECT_TIMEOUT_MS;
+
+	if (fi_param_get_int(&efi_fi_prov, "connect_timeout", &ms) || ms <= 0 ||
+	    ms > EFI_FI_CONNECT_TIMEOUT_MAX_MS)
+		ms = EFI_FI_CONNECT_TIMEOUT_MS;
+	return ms;
 }
 
 int efi_fi_errno(int err)
@@ -170,6 +185,7 @@ static int fabric_close(struct fid *fid)
 
 	if (fab->refs)
 		return -FI_EBUSY;
+	pthread_mutex_destroy(&fab->cr_lock);
 	pthread_mutex_destroy(&fab->lock);
 	free(fab);
 	return 0;
@@ -242,6 +258,7 @@ int efi_fi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, 
 	if (!fab)
 		return -FI_ENOMEM;
 	pthread_mutex_init(&fab->lock, NULL);
+	pthread_mutex_init(&fab->cr_lock, NULL);
 	fab->fabric.fid.fclass = FI_CLASS_FABRIC;
 	fab->fabric.fid.context = context;
 	fab->fabric.fid.ops = &fabric_fi_ops;

@@ -51,3 +51,40 @@ fmatch() {
 	grep -qiE -- "$1" <<<"$2" ||
 		fail "$(printf '%s\n  expected to match: %s\n  got: %s' "${3:-text}" "$1" "$2")"
 }
+
+# Our own test programs (tests/fabric/fab-*.c) are findings of a sanitizer
+# build, leaks included.
+FAB_OWN_ENV=(ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1")
+
+# fab_pair PROG PORT SERVER_ARGS -- CLIENT_ARGS: "PROG server PORT
+# SERVER_ARGS..." in A, then, once it printed "listening", "PROG client IP_A
+# PORT CLIENT_ARGS..." in B.  Both must exit 0 and say "server: ok" and
+# "client: ok"; their output is logged indented and left in $TMPD/srv and
+# $TMPD/cli.  FAB_PAIR_SECS bounds each (default 120).
+fab_pair() {
+	local prog=$1 port=$2 spid crc=0 src=0 sargs=() cargs=()
+	shift 2
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		sargs+=("$1")
+		shift
+	done
+	[ $# -gt 0 ] && shift
+	cargs=("$@")
+	[ -x "$prog" ] || fail "$(basename "$prog") not built at $prog"
+	local secs=${FAB_PAIR_SECS:-120}
+	in_a env "${FAB_ENV[@]}" "${FAB_OWN_ENV[@]}" timeout -k 5 "$secs" \
+		"$prog" server "$port" ${sargs[@]+"${sargs[@]}"} >"$TMPD/srv" 2>&1 &
+	spid=$!
+	TRACK_BGPIDS+=("$spid")
+	wait_for 20000 "$(basename "$prog") listening in $A" grep -q listening "$TMPD/srv"
+	in_b env "${FAB_ENV[@]}" "${FAB_OWN_ENV[@]}" timeout -k 5 "$secs" \
+		"$prog" client "$IP_A" "$port" ${cargs[@]+"${cargs[@]}"} >"$TMPD/cli" 2>&1 || crc=$?
+	wait "$spid" || src=$?
+	sed 's/^/    server: /' "$TMPD/srv"
+	sed 's/^/    client: /' "$TMPD/cli"
+	if [ "$crc" != 0 ] || [ "$src" != 0 ]; then
+		fail "$(basename "$prog"): client exit $crc, server exit $src"
+	fi
+	fmatch '^client: ok$' "$(cat "$TMPD/cli")" "the client's verdict"
+	fmatch '^server: ok$' "$(cat "$TMPD/srv")" "the server's verdict"
+}

@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fab-connreq: every order in which a server may end a connection request
+ * (fi_accept, fi_reject, fi_close of the handle, closing the endpoint
+ * opened on it, fi_freeinfo, closing the passive endpoint) frees each
+ * object once (issue 21: fi_reject freed the request and closing the
+ * endpoint freed it again).  Run it in a sanitizer build: ASan reports a
+ * double free, a use after free or a leak.
+ *
+ *   fab-connreq server PORT SYNCDIR [CASES]
+ *   fab-connreq client IP PORT SYNCDIR [CASES]
+ *
+ * The client connects once per case with the case's letter as CM data; the
+ * server ends each request as the case says and the client checks what it
+ * sees (connected, refused, timed out).  In the "late" cases the client
+ * gives up first (FI_EFI_CONNECT_TIMEOUT) and says so with the file
+ * SYNCDIR/gaveup, after which the server's fi_accept must fail cleanly.
+ * Case S is a server slow to accept (7 s between FI_CONNREQ and fi_accept,
+ * longer than the provider's old fixed connect timeout): the client must
+ * connect.  CASES (letters, both sides alike) picks cases; default A..M.
+ * Exit status 0 when every case went as it should.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+
+#define TIMEOUT_MS 30000
+
+#define MUST(call) do { \
+	int must_ret_ = (int)(call); \
+	if (must_ret_) { \
+		printf("FAIL: %s: %d (%s)\n", #call, must_ret_, fi_strerror(-must_ret_)); \
+		exit(1); \
+	} \
+} while (0)
+
+/* The cases, in the order the client runs them, and what it must see. */
+enum outcome { CONNECTED, REFUSED, TIMEDOUT, LATER };
+
+static const struct {
+	char id;
+	enum outcome client;
+	const char *what;
+} cases[] = {
+	{ 'A', CONNECTED, "fi_endpoint, fi_accept, fi_freeinfo, close ep" },
+	{ 'B', REFUSED, "fi_reject, fi_freeinfo" },
+	{ 'C', REFUSED, "fi_freeinfo, fi_reject" },
+	{ 'D', REFUSED, "fi_endpoint, fi_reject, close ep, fi_freeinfo" },
+	{ 'E', REFUSED, "fi_endpoint, close ep, fi_reject, fi_freeinfo" },
+	{ 'F', TIMEDOUT, "client gives up; fi_endpoint, fi_accept fails, fi_reject, close ep" },
+	{ 'G', TIMEDOUT, "client gives up; fi_endpoint, fi_accept fails, close ep, fi_reject" },
+	{ 'H', REFUSED, "fi_close(handle), fi_freeinfo" },
+	{ 'I', CONNECTED, "fi_endpoint, fi_accept, fi_reject fails, close ep, fi_freeinfo" },
+	{ 'J', CONNECTED, "fi_endpoint, fi_accept, fi_close(handle), close ep, fi_freeinfo" },
+	{ 'K', CONNECTED, "fi_endpoint, fi_freeinfo, fi_accept, close ep" },
+	{ 'L', LATER, "fi_freeinfo only: closing the passive endpoint refuses it" },
+	{ 'M', LATER, "never read from the EQ: closing the passive endpoint refuses it" },
+	{ 'S', CONNECTED, "a slow server: 7 s from FI_CONNREQ to fi_accept" },
+};
+#define DEFAULT_CASES "ABCDEFGHIJKLM"
+#define SLOW_ACCEPT_S 7
+
+/* The cases asked for (argv), as indexes into cases[]; the count. */
+static size_t pick(const char *want, size_t *idx)
+{
+	size_t n = 0;
+
+	for (const char *p = want; *p; p++) {
+		for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+			if (cases[c].id == *p)
+				idx[n++] = c;
+		}
+	}
+	return n;
+}
+
+/* An EQ entry with room for the CM data behind it. */
+struct cm_event {
+	struct fi_eq_cm_entry e;
+	uint8_t data[256];
+};
+
+struct side {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_eq *eq;
+	struct fid_domain *domain;
+	struct fid_cq *cq;
+	struct fid_pep *pep;
+	const char *sync;
+	size_t run[32], nrun;	/* the cases to run, in order */
+};
+
+static struct fi_info *hints(void)
+{
+	struct fi_info *h = fi_allocinfo();
+
+	if (!h)
+		exit(1);
+	h->ep_attr->type = FI_EP_MSG;
+	h->caps = FI_MSG;
+	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				  FI_MR_PROV_KEY;
+	h->fabric_attr->prov_name = strdup("efi");
+	return h;
+}
+
+static void open_common(struct side *s)
+{
+	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_FD };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE,
+				      .size = 64 };
+
+	MUST(fi_fabric(s->info->fabric_attr, &s->fabric, NULL));
+	MUST(fi_eq_open(s->fabric, &eq_attr, &s->eq, NULL));
+	MUST(fi_domain(s->fabric, s->info, &s->domain, NULL));
+	MUST(fi_cq_open(s->domain, &cq_attr, &s->cq, NULL));
+}
+
+static struct fid_ep *open_ep(struct side *s, struct fi_info *info)
+{
+	struct fid_ep *ep;
+
+	MUST(fi_endpoint(s->domain, info, &ep, NULL));
+	MUST(fi_ep_bind(ep, &s->eq->fid, 0));
+	MUST(fi_ep_bind(ep, &s->cq->fid, FI_TRANSMIT | FI_RECV));
+	MUST(fi_enable(ep));
+	return ep;
+}
+
+/* The next EQ event, which must be want (for fid, if given); an error
+ * entry is returned in *err when want is 0. */
+static void next_event(struct side *s, uint32_t want, fid_t fid, struct cm_event *entry,
+		       struct fi_eq_err_entry *err, uint8_t *err_data)
+{
+	uint32_t event = 0;
+	ssize_t n = fi_eq_sread(s->eq, &event, entry, sizeof(*entry), TIMEOUT_MS, 0);
+
+	if (n == -FI_EAVAIL && !want) {
+		memset(err, 0, sizeof(*err));
+		err->err_data = err_data;
+		err->err_data_size = 8;
+		n = fi_eq_readerr(s->eq, err, 0);
+		if (n != sizeof(*err)) {
+			printf("FAIL: fi_eq_readerr: %zd\n", n);
+			exit(1);
+		}
+		return;
+	}
+	if (n < 0 || event != want || (fid && entry->e.fid != fid)) {
+		printf("FAIL: waiting for CM event %u: got %zd (%s), event %u\n", want, n,
+		       n < 0 ? fi_strerror((int)-n) : "-", event);
+		exit(1);
+	}
+}
+
+static void wait_file(const char *path)
+{
+	for (int i = 0; i < TIMEOUT_MS / 10; i++) {
+		if (!access(path, F_OK)) {
+			unlink(path);
+			return;
+		}
+		usleep(10000);
+	}
+	printf("FAIL: %s did not appear\n", path);
+	exit(1);
+}
+
+/* ------------------------------------------------------------ server */
+
+static void expect_connected(struct side *s, struct fid_ep *ep)
+{
+	struct cm_event entry;
+
+	next_event(s, FI_CONNECTED, &ep->fid, &entry, NULL, NULL);
+}
+
+static int server(struct side *s)
+{
+	struct cm_event entry;
+	char gaveup[4096];
+	uint32_t event;
+	ssize_t n;
+
+	snprintf(gaveup, sizeof(gaveup), "%s/gaveup", s->sync);
+	MUST(fi_passive_ep(s->fabric, s->info, &s->pep, NULL));
+	MUST(fi_pep_bind(s->pep, &s->eq->fid, 0));
+	MUST(fi_listen(s->pep));
+	printf("listening\n");
+	fflush(stdout);
+
+	for (size_t k = 0; k < s->nrun; k++) {
+		size_t c = s->run[k];
+		struct fi_info *info;
+		struct fid_ep *ep = NULL;
+		fid_t handle;
+		char id;
+		int ret;
+
+		/* M: the request stays in the EQ (peeked at, never read) */
+		n = fi_eq_sread(s->eq, &event, &entry, sizeof(entry),
+				TIMEOUT_MS, cases[c].id == 'M' ? FI_PEEK : 0);
+		if (n < (ssize_t)sizeof(entry.e) + 1 || event != FI_CONNREQ) {
+			printf("FAIL: waiting for the request of case %c: %zd, event %u\n",
+			       cases[c].id, n, event);
+			return 1;
+		}
+		info = entry.e.info;
+		handle = info->handle;
+		id = (char)entry.data[0];
+		if (id != cases[c].id) {
+			printf("FAIL: request of case %c, expected %c\n", id, cases[c].id);
+			return 1;
+		}
+		printf("case %c: %s\n", id, cases[c].what);
+		fflush(stdout);
+		switch (id) {
+		case 'A':
+			ep = open_ep(s, info);
+			MUST(fi_accept(ep, NULL, 0));
+			expect_connected(s, ep);
+			fi_freeinfo(info);
+			MUST(fi_close(&ep->fid));
+			break;
+		case 'B':
+			MUST(fi_reject(s->pep, handle, "no", 3));
+			fi_freeinfo(info);
+			break;
+		case 'C':
+			fi_freeinfo(info);
+			MUST(fi_reject(s->pep, handle, NULL, 0));
+			break;
+		case 'D':
+			ep = open_ep(s, info);
+			MUST(fi_reject(s->pep, handle, NULL, 0));
+			MUST(fi_close(&ep->fid));
+			fi_freeinfo(info);
+			break;
+		case 'E':
+			ep = open_ep(s, info);
+			MUST(fi_close(&ep->fid));
+			/* closing the endpoint refused it already: either answer */
+			ret = fi_reject(s->pep, handle, NULL, 0);
+			printf("  fi_reject after the close: %d\n", ret);
+			fi_freeinfo(info);
+			break;
+		case 'F':
+		case 'G':
+			ep = open_ep(s, info);
+			wait_file(gaveup);
+			ret = fi_accept(ep, NULL, 0);
+			printf("  fi_accept of a request the client gave up: %d (%s)\n", ret,
+			       fi_strerror(-ret));
+			if (!ret) {
+				printf("FAIL: fi_accept succeeded on a withdrawn request\n");
+				return 1;
+			}
+			if (id == 'F') {
+				ret = fi_reject(s->pep, handle, NULL, 0);
+				MUST(fi_close(&ep->fid));
+			} else {
+				MUST(fi_close(&ep->fid));
+				ret = fi_reject(s->pep, handle, NULL, 0);
+			}
+			printf("  fi_reject: %d\n", ret);
+			fi_freeinfo(info);
+			break;
+		case 'H':
+			MUST(fi_close(handle));
+			fi_freeinfo(info);
+			break;
+		case 'I':
+			ep = open_ep(s, info);
+			MUST(fi_accept(ep, NULL, 0));
+			ret = fi_reject(s->pep, handle, NULL, 0);
+			printf("  fi_reject after fi_accept: %d (%s)\n", ret, fi_strerror(-ret));
+			if (!ret) {
+				printf("FAIL: fi_reject of an accepted request succeeded\n");
+				return 1;
+			}
+			expect_connected(s, ep);
+			MUST(fi_close(&ep->fid));
+			fi_freeinfo(info);
+			break;
+		case 'J':
+			ep = open_ep(s, info);
+			MUST(fi_accept(ep, NULL, 0));
+			expect_connected(s, ep);
+			ret = fi_close(handle);
+			printf("  fi_close(handle) after fi_accept: %d\n", ret);
+			MUST(fi_close(&ep->fid));
+			fi_freeinfo(info);
+			break;
+		case 'K':
+			ep = open_ep(s, info);
+			fi_freeinfo(info);
+			MUST(fi_accept(ep, NULL, 0));
+			expect_connected(s, ep);
+			MUST(fi_close(&ep->fid));
+			break;
+		case 'L':
+			fi_freeinfo(info);
+			break;
+		case 'M':
+			break;	/* still queued: closing the PEP drops it */
+		case 'S':
+			ep = open_ep(s, info);
+			sleep(SLOW_ACCEPT_S);
+			MUST(fi_accept(ep, NULL, 0));
+			expect_connected(s, ep);
+			fi_freeinfo(info);
+			MUST(fi_close(&ep->fid));
+			break;
+		}
+	}
+	MUST(fi_close(&s->pep->fid));
+	s->pep = NULL;
+	printf("server: ok\n");
+	return 0;
+}
+
+/* ------------------------------------------------------------ client */
+
+static int client(struct side *s)
+{
+	struct fid_ep *later[2] = { NULL, NULL };
+	int nlater = 0;
+	char gaveup[4096];
+
+	snprintf(gaveup, sizeof(gaveup), "%s/gaveup", s->sync);
+	for (size_t k = 0; k < s->nrun; k++) {
+		size_t c = s->run[k];
+		struct cm_event entry;
+		struct fi_eq_err_entry err;
+		uint8_t err_data[8] = { 0 };
+		struct fid_ep *ep;
+		char id = cases[c].id;
+
+		if (cases[c].client == TIMEDOUT)
+			setenv("FI_EFI_CONNECT_TIMEOUT", "1000", 1);
+		ep = open_ep(s, s->info);
+		MUST(fi_connect(ep, s->info->dest_addr, &id, 1));
+		unsetenv("FI_EFI_CONNECT_TIMEOUT");
+		switch (cases[c].client) {
+		case CONNECTED:
+			next_event(s, FI_CONNECTED, &ep->fid, &entry, NULL, NULL);
+			/* the server closes its endpoint: we hear of it */
+			next_event(s, FI_SHUTDOWN, &ep->fid, &entry, NULL, NULL);
+			break;
+		case REFUSED:
+		case TIMEDOUT:
+			next_event(s, 0, NULL, &entry, &err, err_data);
+			if (err.fid != &ep->fid ||
+			    err.err != (cases[c].client == REFUSED ? FI_ECONNREFUSED : FI_ETIMEDOUT)) {
+				printf("FAIL: case %c: error %d (%s), expected %s\n", id, err.err,
+				       fi_strerror(err.err),
+				       cases[c].client == REFUSED ? "refused" : "timed out");
+				return 1;
+			}
+			if (id == 'B' && (err.err_data_size != 3 || strcmp((char *)err_data, "no"))) {
+				printf("FAIL: case B: the reject's data did not arrive\n");
+				return 1;
+			}
+			if (cases[c].client == TIMEDOUT) {
+				char why[128];
+				FILE *f;
+
+				printf("case %c: %s\n", id,
+				       fi_eq_strerror(s->eq, err.prov_errno, err.err_data, why,
+						      sizeof(why)));
+				f = fopen(gaveup, "w");
+
+				if (!f) {
+					printf("FAIL: %s: %s\n", gaveup, strerror(errno));
+					return 1;
+				}
+				fclose(f);
+			}
+			break;
+		case LATER:
+			later[nlater++] = ep;
+			continue;
+		}
+		printf("case %c: as expected\n", id);
+		MUST(fi_close(&ep->fid));
+	}
+	/* L and M: refused when the server closes its passive endpoint */
+	for (int i = 0; i < nlater; i++) {
+		struct cm_event entry;
+		struct fi_eq_err_entry err;
+		uint8_t err_data[8];
+
+		next_event(s, 0, NULL, &entry, &err, err_data);
+		if (err.err != FI_ECONNREFUSED) {
+			printf("FAIL: a request left to the server's close: error %d (%s)\n",
+			       err.err, fi_strerror(err.err));
+			return 1;
+		}
+	}
+	for (int i = 0; i < nlater; i++)
+		MUST(fi_close(&later[i]->fid));
+	if (nlater)
+		printf("cases L, M: refused at the server's close\n");
+	printf("client: ok\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct side s = { 0 };
+	struct fi_info *h;
+	bool is_server;
+	int ret;
+
+	if (argc < 4 || (strcmp(argv[1], "server") && strcmp(argv[1], "client")) ||
+	    (!strcmp(argv[1], "client") && argc < 5)) {
+		fprintf(stderr, "usage: fab-connreq server PORT SYNCDIR [CASES] | "
+			"client IP PORT SYNCDIR [CASES]\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	is_server = !strcmp(argv[1], "server");
+	{
+		const char *want = argc > (is_server ? 4 : 5) ? argv[is_server ? 4 : 5]
+							     : DEFAULT_CASES;
+
+		if (strlen(want) > sizeof(s.run) / sizeof(s.run[0])) {
+			fprintf(stderr, "fab-connreq: too many cases\n");
+			return 2;
+		}
+		s.nrun = pick(want, s.run);
+	}
+	h = hints();
+	if (is_server) {
+		s.sync = argv[3];
+		MUST(fi_getinfo(FI_VERSION(1, 17), NULL, argv[2], FI_SOURCE, h, &s.info));
+	} else {
+		s.sync = argv[4];
+		MUST(fi_getinfo(FI_VERSION(1, 17), argv[2], argv[3], 0, h, &s.info));
+	}
+	fi_freeinfo(h);
+	open_common(&s);
+	ret = is_server ? server(&s) : client(&s);
+	MUST(fi_close(&s.cq->fid));
+	MUST(fi_close(&s.domain->fid));
+	MUST(fi_close(&s.eq->fid));
+	MUST(fi_close(&s.fabric->fid));
+	fi_freeinfo(s.info);
+	return ret;
+}
