@@ -54,7 +54,6 @@
 			 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_LOCAL_COMM | FI_REMOTE_COMM)
 /* added when the device has libefi's atomics (fetch-add, compare-swap) */
 #define EFI_FI_ATOMIC_CAPS FI_ATOMIC
-#define EFI_FI_MR_MODE	(FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY)
 #define EFI_FI_MSG_ORDER (FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_RAS | FI_ORDER_WAW | \
 			  FI_ORDER_WAS | FI_ORDER_SAW | FI_ORDER_SAS)
 /* How long fi_connect waits for the server's answer.  libfabric 1.17 has

@@ -99,7 +99,12 @@ static int resolve(const char *node, const char *service, bool passive, int fami
 }
 
 /* Every capability some device may offer. */
-#define ALL_CAPS (EFI_FI_CAPS | EFI_FI_ATOMIC_CAPS | FI_REMOTE_CQ_DATA)
+#define ALL_CAPS (EFI_FI_CAPS | EFI_FI_ATOMIC_CAPS)
+/* What hints may ask: FI_REMOTE_CQ_DATA was a capability before libfabric
+ * 1.5; in 1.17 it is not (cq_data_size says it), so it is read in hints as
+ * "I want remote CQ data" and never returned among the caps (fabtests'
+ * getinfo_test fails an rx_attr->caps holding it, -FI_EIO). */
+#define HINT_CAPS (ALL_CAPS | FI_REMOTE_CQ_DATA)
 
 /* What the hints ask that this provider cannot give on any device. */
 static bool hints_unsupported(uint32_t version, const struct fi_info *hints)
@@ -108,7 +113,7 @@ static bool hints_unsupported(uint32_t version, const struct fi_info *hints)
 		return true;	/* FI_LOCAL_MR-era API: not offered */
 	if (!hints)
 		return false;
-	if (hints->caps & ~ALL_CAPS)
+	if (hints->caps & ~HINT_CAPS)
 		return true;
 	if (hints->addr_format != FI_FORMAT_UNSPEC && hints->addr_format != FI_SOCKADDR &&
 	    hints->addr_format != FI_SOCKADDR_IN && hints->addr_format != FI_SOCKADDR_IN6)
@@ -126,9 +131,7 @@ static bool hints_unsupported(uint32_t version, const struct fi_info *hints)
 	if (hints->domain_attr) {
 		const struct fi_domain_attr *d = hints->domain_attr;
 
-		if ((d->mr_mode & EFI_FI_MR_MODE) != EFI_FI_MR_MODE &&
-		    d->mr_mode != FI_MR_BASIC)
-			return true;
+		/* mr_mode: negotiate() */
 		if (d->cq_data_size > 4 || d->mr_key_size > 4)
 			return true;
 		if (d->caps & ~ALL_CAPS)
@@ -137,9 +140,9 @@ static bool hints_unsupported(uint32_t version, const struct fi_info *hints)
 	if (hints->fabric_attr && hints->fabric_attr->name &&
 	    strcmp(hints->fabric_attr->name, EFI_FI_FABRIC_NAME))
 		return true;
-	if (hints->tx_attr && (hints->tx_attr->caps & ~ALL_CAPS))
+	if (hints->tx_attr && (hints->tx_attr->caps & ~HINT_CAPS))
 		return true;
-	if (hints->rx_attr && (hints->rx_attr->caps & ~ALL_CAPS))
+	if (hints->rx_attr && (hints->rx_attr->caps & ~HINT_CAPS))
 		return true;
 	return false;
 }
@@ -201,11 +204,99 @@ static bool hints_exceed(const struct fi_info *hints, const struct efi_device_at
 	return false;
 }
 
-/* Remote CQ data on an RDMA write consumes a posted receive, as in verbs:
- * offered only to applications that accept FI_RX_CQ_DATA. */
-static bool offers_cq_data(const struct fi_info *hints)
+/* What an entry promises beyond its limits: caps, mode, mr_mode and
+ * remote CQ data, from what the hints accept. */
+struct terms {
+	uint64_t caps;
+	uint64_t mode;		/* info->mode; FI_RX_CQ_DATA also in rx_attr->mode */
+	int mr_mode;
+	size_t cq_data_size;
+};
+
+/* Whether caps let peers reach this endpoint's memory (libfabric's
+ * ofi_rma_target_allowed: FI_RMA/FI_ATOMIC without a modifier means all
+ * of them). */
+static bool rma_target(uint64_t caps)
 {
-	return !hints || (hints->mode & FI_RX_CQ_DATA);
+	if (!(caps & (FI_RMA | FI_ATOMIC)))
+		return false;
+	if (caps & (FI_REMOTE_READ | FI_REMOTE_WRITE))
+		return true;
+	return !(caps & (FI_READ | FI_WRITE | FI_SEND | FI_RECV));
+}
+
+/* Whether peers may RDMA-write here, so a write with data lands here. */
+static bool write_target(uint64_t caps)
+{
+	if (!(caps & FI_RMA))
+		return false;
+	if (caps & FI_REMOTE_WRITE)
+		return true;
+	return !(caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_SEND | FI_RECV));
+}
+
+/* The terms of an entry for a device with dev_caps; false when the hints
+ * accept none that this provider can keep (then no entry: -FI_ENODATA,
+ * never a weakened or unasked-for one). */
+static bool negotiate(const struct fi_info *hints, uint64_t dev_caps, struct terms *t)
+{
+	uint64_t caps = dev_caps;
+	int need;
+
+	if (hints && (hints->caps & caps))
+		caps &= hints->caps;
+	t->caps = caps;
+	t->mode = 0;
+
+	/* Memory registration: local descriptors always (libefi checks
+	 * every lkey), allocated memory; virtual addresses and provider keys
+	 * only matter to an RMA/atomic target, and libfabric does not ask
+	 * them of other applications (ofi_cap_mr_mode). */
+	need = FI_MR_LOCAL | FI_MR_ALLOCATED |
+	       (rma_target(caps) ? FI_MR_VIRT_ADDR | FI_MR_PROV_KEY : 0);
+	if (!hints || !hints->domain_attr) {
+		t->mr_mode = need;
+	} else {
+		int user = hints->domain_attr->mr_mode;
+
+		/* the pre-1.5 way to accept local MRs is the FI_LOCAL_MR mode */
+		if (!(user & FI_MR_LOCAL) && !(hints->mode & FI_LOCAL_MR))
+			return false;
+		if (user == FI_MR_BASIC) {
+			/* BASIC = VIRT_ADDR | ALLOCATED | PROV_KEY: ours, with
+			 * local MRs through FI_LOCAL_MR */
+			t->mr_mode = FI_MR_BASIC;
+			t->mode |= FI_LOCAL_MR;
+		} else if (user & (FI_MR_BASIC | FI_MR_SCALABLE)) {
+			return false;	/* SCALABLE, or BASIC mixed with bits */
+		} else {
+			if (!(user & FI_MR_LOCAL)) {
+				need &= ~FI_MR_LOCAL;
+				t->mode |= FI_LOCAL_MR;
+			}
+			if ((user & need) != need)
+				return false;
+			t->mr_mode = need;
+		}
+	}
+
+	/* Remote CQ data travels as the 32-bit immediate.  A send carrying it
+	 * consumes the receive any send consumes; an RDMA write carrying it
+	 * consumes a posted receive too (as in verbs): offered to an RMA
+	 * write target only if it accepts FI_RX_CQ_DATA, which it must read
+	 * in rx_attr->mode and post receives for. */
+	if (!write_target(caps)) {
+		t->cq_data_size = 4;
+	} else if (!hints || (hints->mode & FI_RX_CQ_DATA)) {
+		t->cq_data_size = 4;
+		t->mode |= FI_RX_CQ_DATA;
+	} else if ((hints->caps & FI_REMOTE_CQ_DATA) ||
+		   (hints->domain_attr && hints->domain_attr->cq_data_size)) {
+		return false;
+	} else {
+		t->cq_data_size = 0;
+	}
+	return true;
 }
 
 /* Lowers *have to want when want is set and smaller. */
@@ -215,22 +306,18 @@ static void shrink(size_t *have, size_t want)
 		*have = want;
 }
 
-static struct fi_info *make_info(const struct fi_info *hints, const char *devname,
-				 const struct efi_device_attr *da, const struct efi_port_attr *pa,
-				 const struct sockaddr_storage *src,
+static struct fi_info *make_info(const struct fi_info *hints, const struct terms *t,
+				 const char *devname, const struct efi_device_attr *da,
+				 const struct efi_port_attr *pa, const struct sockaddr_storage *src,
 				 const struct sockaddr_storage *dst)
 {
 	struct fi_info *fi = fi_allocinfo();
-	uint64_t caps = device_caps(da);
+	uint64_t caps = t->caps;
 
 	if (!fi)
 		return NULL;
-	if (offers_cq_data(hints))
-		caps |= FI_REMOTE_CQ_DATA;
-	if (hints && (hints->caps & caps))
-		caps = hints->caps & caps;
 	fi->caps = caps;
-	fi->mode = offers_cq_data(hints) ? FI_RX_CQ_DATA : 0;
+	fi->mode = t->mode;
 	fi->addr_format = src->ss_family == AF_INET6 ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
 	fi->src_addrlen = efi_fi_sockaddr_len((const struct sockaddr *)src);
 	fi->src_addr = malloc(fi->src_addrlen);
@@ -254,7 +341,10 @@ static struct fi_info *make_info(const struct fi_info *hints, const char *devnam
 	fi->tx_attr->rma_iov_limit = 1;
 
 	fi->rx_attr->caps = caps & (FI_MSG | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ |
-				    FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
+				    FI_REMOTE_WRITE);
+	/* where applications look to learn that a write with data needs a
+	 * posted receive */
+	fi->rx_attr->mode = t->mode & FI_RX_CQ_DATA;
 	fi->rx_attr->msg_order = EFI_FI_MSG_ORDER;
 	fi->rx_attr->comp_order = FI_ORDER_NONE;
 	fi->rx_attr->size = (size_t)da->max_qp_wr;
@@ -296,9 +386,9 @@ static struct fi_info *make_info(const struct fi_info *hints, const char *devnam
 	}
 	fi->domain_attr->resource_mgmt = FI_RM_ENABLED;
 	fi->domain_attr->av_type = FI_AV_UNSPEC;
-	fi->domain_attr->mr_mode = EFI_FI_MR_MODE;
+	fi->domain_attr->mr_mode = t->mr_mode;
 	fi->domain_attr->mr_key_size = 4;
-	fi->domain_attr->cq_data_size = (caps & FI_REMOTE_CQ_DATA) ? 4 : 0;
+	fi->domain_attr->cq_data_size = t->cq_data_size;
 	fi->domain_attr->cq_cnt = (size_t)da->max_cq;
 	fi->domain_attr->ep_cnt = (size_t)da->max_qp;
 	fi->domain_attr->tx_ctx_cnt = (size_t)da->max_qp;
@@ -339,12 +429,14 @@ static int device_infos(struct efi_device *dev, const struct fi_info *hints,
 	struct efi_context *ctx = efi_open_device(dev);
 	struct efi_device_attr da;
 	struct efi_port_attr pa;
+	struct terms t;
 	int ret = 0;
 
 	if (!ctx)
 		return 0;	/* gone or not ours: not offered */
 	if (efi_query_device(ctx, &da) || efi_query_port(ctx, 1, &pa) ||
-	    pa.state != EFI_PORT_ACTIVE || hints_exceed(hints, &da, &pa))
+	    pa.state != EFI_PORT_ACTIVE || hints_exceed(hints, &da, &pa) ||
+	    !negotiate(hints, device_caps(&da), &t))
 		goto out;
 	for (int i = 0; i < pa.gid_tbl_len; i++) {
 		union efi_gid gid;
@@ -361,7 +453,7 @@ static int device_infos(struct efi_device *dev, const struct fi_info *hints,
 		if (hints && ((hints->addr_format == FI_SOCKADDR_IN && me.ss_family != AF_INET) ||
 			      (hints->addr_format == FI_SOCKADDR_IN6 && me.ss_family != AF_INET6)))
 			continue;
-		fi = make_info(hints, dev->name, &da, &pa, &me, dst);
+		fi = make_info(hints, &t, dev->name, &da, &pa, &me, dst);
 		if (!fi) {
 			ret = -FI_ENOMEM;
 			break;
@@ -386,9 +478,6 @@ int efi_fi_getinfo(uint32_t version, const char *node, const char *service, uint
 
 	*info = NULL;
 	if (hints_unsupported(version, hints))
-		return -FI_ENODATA;
-	if (hints && hints->domain_attr && hints->domain_attr->cq_data_size &&
-	    !offers_cq_data(hints))
 		return -FI_ENODATA;
 	if (hints && hints->addr_format == FI_SOCKADDR_IN)
 		family = AF_INET;

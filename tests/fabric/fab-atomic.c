@@ -194,7 +194,8 @@ static int run_info(void)
 	expect("cq_data_size 8", e_cqdata_8, dflt, false, NULL);
 	expect("cq_data_size 4", e_cqdata_4, dflt, true, &fi);
 	if (fi) {
-		CHECK(fi->domain_attr->cq_data_size == 4 && (fi->caps & FI_REMOTE_CQ_DATA),
+		/* not a capability in 1.17 (issue 21): cq_data_size says it */
+		CHECK(fi->domain_attr->cq_data_size == 4 && !(fi->caps & FI_REMOTE_CQ_DATA),
 		      "cq_data_size %zu", fi->domain_attr->cq_data_size);
 		fi_freeinfo(fi);
 		fi = NULL;

@@ -1,0 +1,154 @@
+#!/bin/bash
+# The Debian packages (issue 19): builds them from this source tree with
+# dpkg-buildpackage -us -uc -b (once, in a copy under the test's temp dir,
+# DEB_BUILD_OPTIONS=nocheck parallel=2), checks that every binary package is
+# there with the files it must ship, runs lintian (errors fail the test,
+# warnings are printed), then unpacks all of them into a throwaway root and
+# runs what they hold: the packaged efid in foreground mode with its state in
+# the temp dir, the packaged efictl attaching an interface to a namespace of
+# the test's own and reading its status, and the packaged efi-perf (on the
+# packaged libefi0) between two instances.  The system itself is not
+# touched: nothing is installed with dpkg -i.
+# Costs about 2 to 3 minutes on 2 cores (the package build).
+# shellcheck disable=SC2016 # jq programs
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+# shellcheck source=tests/integration/lib.sh
+. "$(dirname "$0")/../integration/lib.sh"
+: "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
+lib_init pk
+for t in dpkg-buildpackage dh lintian dpkg-deb; do
+	command -v "$t" >/dev/null 2>&1 ||
+		fail "$t is missing: scripts/install-deps.sh --test installs it (dpkg-dev debhelper lintian)"
+done
+[ -f "$top_srcdir/debian/control" ] || fail "no debian/ in $top_srcdir"
+
+# --- a copy of the source tree ----------------------------------------------
+# From git: what is tracked (as it is in the working tree) and what is new
+# but not ignored, so that the packages are built from the tree under test
+# and not from another engineer's build directories.  From a dist tarball
+# (make distcheck): all of it.
+SRC=$TMPD/src/efi-0.1.0
+mkdir -p "$SRC"
+if git -C "$top_srcdir" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+	(cd "$top_srcdir" && git ls-files -z --cached --others --exclude-standard |
+		while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+		tar --null -T - -cf -) | tar -xf - -C "$SRC" || fail "copying the git tree failed"
+else
+	cp -a "$top_srcdir/." "$SRC/" || fail "copying $top_srcdir failed"
+	chmod -R u+w "$SRC"
+	# a configured dist tree would make the package build's configure refuse
+	rm -f "$SRC/config.status" "$SRC/Makefile" "$SRC/config.h" "$SRC/config.log"
+fi
+
+# --- build once -------------------------------------------------------------
+log "dpkg-buildpackage -us -uc -b in $SRC"
+start=$(date +%s)
+# (make check's MAKEFLAGS would hand the package build a jobserver it cannot use)
+if ! (cd "$SRC" && unset MAKEFLAGS MFLAGS MAKELEVEL &&
+	DEB_BUILD_OPTIONS="nocheck parallel=2" nice dpkg-buildpackage -us -uc -b) \
+	>"$TMPD/build.log" 2>&1; then
+	tail -n 60 "$TMPD/build.log"
+	fail "dpkg-buildpackage failed (last lines above)"
+fi
+log "packages built in $(($(date +%s) - start)) s"
+DEBS=$TMPD/src
+VER=$(cd "$SRC" && dpkg-parsechangelog -S Version)
+ARCH=$(dpkg --print-architecture)
+MA=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+PKGS=(efid efictl libefi0 libefi-dev libefi-verbs libfabric-efi efi-perf)
+for p in "${PKGS[@]}"; do
+	[ -f "$DEBS/${p}_${VER}_${ARCH}.deb" ] || fail "package $p was not built: $(ls "$DEBS")"
+done
+# compiler warnings of the package build (with Debian's hardening flags)
+if grep -E ':[0-9]+:[0-9]+: (warning|error): |^dpkg-gensymbols: warning' "$TMPD/build.log" >"$TMPD/warn"; then
+	log "compiler warnings in the package build:"
+	sed 's/^/    /' "$TMPD/warn"
+fi
+
+# contains PKG PATH...: each path is in the package
+contains() {
+	local p=$1 f list
+	shift
+	list=$(dpkg-deb -c "$DEBS/${p}_${VER}_${ARCH}.deb" | awk '{print $6}' | sed 's|^\./|/|')
+	for f in "$@"; do
+		grep -qxF -- "$f" <<<"$list" || fail "package $p lacks $f; it has:
+$list"
+	done
+}
+contains efid /usr/sbin/efid /etc/efi/efid.conf /lib/systemd/system/efid.service \
+	/lib/systemd/system/efid.socket /usr/share/man/man8/efid.8.gz \
+	/usr/share/man/man5/efid.conf.5.gz /usr/share/doc/efid/README.md
+contains efictl /usr/bin/efictl /usr/share/man/man8/efictl.8.gz \
+	/usr/share/bash-completion/completions/efictl
+contains libefi0 "/usr/lib/$MA/libefi.so.0"
+contains libefi-dev /usr/include/efi/efi.h "/usr/lib/$MA/libefi.so" \
+	"/usr/lib/$MA/pkgconfig/libefi.pc" /usr/share/man/man3/efi_post_send.3.gz
+contains libefi-verbs /usr/bin/efi-run "/usr/lib/$MA/libefi-verbs.so"
+contains libfabric-efi "/usr/lib/$MA/libfabric/libefi-fi.so"
+contains efi-perf /usr/bin/efi-perf
+# /etc/efi/efid.conf is a conffile, and the units are enabled and started on
+# install (debhelper's postinst)
+dpkg-deb --ctrl-tarfile "$DEBS/efid_${VER}_${ARCH}.deb" | tar -xOf - ./conffiles |
+	grep -qx /etc/efi/efid.conf || fail "efid: /etc/efi/efid.conf is not a conffile"
+dpkg-deb --ctrl-tarfile "$DEBS/efid_${VER}_${ARCH}.deb" | tar -xOf - ./postinst |
+	grep -q 'efid.socket' || fail "efid's postinst does not enable efid.socket"
+# the symbols file made it into libefi0, and libefi-verbs depends on it
+dpkg-deb --ctrl-tarfile "$DEBS/libefi0_${VER}_${ARCH}.deb" | tar -xOf - ./symbols |
+	grep -q '^ efi_post_send@EFI_0.1 ' || fail "libefi0 has no symbols file with efi_post_send"
+assert_match 'libefi0' "$(dpkg-deb -f "$DEBS/libefi-verbs_${VER}_${ARCH}.deb" Depends)" \
+	"libefi-verbs depends on libefi0"
+
+# --- lintian ----------------------------------------------------------------
+log "lintian"
+lrc=0
+lintian --fail-on error "$DEBS/efi_${VER}_${ARCH}.changes" >"$TMPD/lintian.out" 2>&1 || lrc=$?
+sed 's/^/    lintian: /' "$TMPD/lintian.out"
+[ "$lrc" = 0 ] || fail "lintian found errors (exit $lrc; lines starting E: above)"
+
+# --- unpacked into a throwaway root, and run --------------------------------
+ROOT=$TMPD/root
+for p in "${PKGS[@]}"; do
+	dpkg-deb -x "$DEBS/${p}_${VER}_${ARCH}.deb" "$ROOT" || fail "dpkg-deb -x $p failed"
+done
+EFID=$ROOT/usr/sbin/efid
+EFICTL=$ROOT/usr/bin/efictl
+export LD_LIBRARY_PATH=$ROOT/usr/lib/$MA
+# the packaged tools are the ones that run from here on
+# (exit 6: no efid yet; the first line is efictl's own version)
+assert_exit 6 "$EFICTL" --socket "$TMPD/none.sock" --version
+assert_match "^efictl +$VER\$" "$(head -n 1 <<<"$OUT")" "packaged efictl --version"
+
+A=${PFX}a
+B=${PFX}b
+BR=${PFX}br
+mk_netns "$A"
+mk_netns "$B"
+mk_bridge "$BR"
+efid_start main
+assert_exit 0 ctl attach "$A" --name efi0 --address 10.79.0.1/24 --uplink "$BR"
+assert_exit 0 ctl attach "$B" --name efi0 --address 10.79.0.2/24 --uplink "$BR"
+settle "$A" "$B"
+assert_eq efi0 "$(iface_field "$A" efi0 .name)" "the interface the packaged efictl attached"
+assert_eq attached "$(iface_field "$A" efi0 .state)" "its state"
+assert_eq up "$(iface_field "$A" efi0 .link)" "its link"
+assert_match '10\.79\.0\.1/24' "$(ctl status "$A")" "packaged efictl status"
+wait_for 5000 "ping $A -> $B" ip netns exec "$A" ping -c 1 -W 1 10.79.0.2
+
+# the packaged efi-perf, on the packaged libefi0 (ldd shows which one)
+assert_match "$ROOT/usr/lib/$MA/libefi.so.0" "$(ldd "$ROOT/usr/bin/efi-perf")" \
+	"efi-perf loads the packaged libefi"
+ip netns exec "$A" env EFI_SOCKET="$SOCK" timeout -k 5 60 "$ROOT/usr/bin/efi-perf" send_lat \
+	>"$TMPD/perf-server.out" 2>&1 &
+SPID=$!
+TRACK_BGPIDS+=("$SPID")
+sleep 0.5
+rc=0
+ip netns exec "$B" env EFI_SOCKET="$SOCK" timeout -k 5 60 "$ROOT/usr/bin/efi-perf" send_lat \
+	-n 1000 10.79.0.1 >"$TMPD/perf-client.out" 2>&1 || rc=$?
+sed 's/^/    efi-perf: /' "$TMPD/perf-client.out"
+[ "$rc" = 0 ] || fail "packaged efi-perf client failed ($rc): $(cat "$TMPD/perf-server.out")"
+wait "$SPID" || fail "packaged efi-perf server failed: $(cat "$TMPD/perf-server.out")"
+
+assert_exit 0 ctl detach "$A" efi0
+assert_exit 0 ctl detach "$B" efi0
+efid_stop main
