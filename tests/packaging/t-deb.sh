@@ -26,15 +26,18 @@ done
 # From git: what is tracked (as it is in the working tree) and what is new
 # but not ignored, so that the packages are built from the tree under test
 # and not from another engineer's build directories.  From a dist tarball
-# (make distcheck): all of it.
+# (make distcheck): all of it.  (A dist tree unpacked inside a checkout's
+# build directory is inside a git work tree too, but not its top.)
 SRC=$TMPD/src/efi-0.1.0
 mkdir -p "$SRC"
-if git -C "$top_srcdir" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+if [ "$(git -C "$top_srcdir" rev-parse --show-toplevel 2>/dev/null)" = "$(cd "$top_srcdir" && pwd -P)" ]; then
 	(cd "$top_srcdir" && git ls-files -z --cached --others --exclude-standard |
 		while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
 		tar --null -T - -cf -) | tar -xf - -C "$SRC" || fail "copying the git tree failed"
 else
-	cp -a "$top_srcdir/." "$SRC/" || fail "copying $top_srcdir failed"
+	# (distcheck builds in _build/ and installs in _inst/ inside the tree)
+	(cd "$top_srcdir" && tar --exclude=./_build --exclude=./_inst -cf - .) | tar -xf - -C "$SRC" ||
+		fail "copying $top_srcdir failed"
 	chmod -R u+w "$SRC"
 	# a configured dist tree would make the package build's configure refuse
 	rm -f "$SRC/config.status" "$SRC/Makefile" "$SRC/config.h" "$SRC/config.log"
