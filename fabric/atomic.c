@@ -121,6 +121,7 @@ static ssize_t post_atomic(struct efi_fi_ep *ep, enum atomic_kind kind, const vo
 		return -FI_EINVAL;	/* see EFI_FI_WR_SILENT */
 
 	silent = efi_fi_tx_silent(ep, flags);
+	flags &= ~EFI_FI_NO_COMPLETION;
 	if (kind == KIND_WRITE) {
 		struct efi_mr *mr = scratch_mr(ep);
 
@@ -200,7 +201,8 @@ static ssize_t a_writemsg(struct fid_ep *fep, const struct fi_msg_atomic *msg, u
 	if (!operand)
 		return -FI_EINVAL;
 	return post_atomic(EP(fep), KIND_WRITE, operand, 1, NULL, NULL, NULL, msg->rma_iov[0].addr,
-			   msg->rma_iov[0].key, msg->datatype, msg->op, flags, msg->context);
+			   msg->rma_iov[0].key, msg->datatype, msg->op, flags & ~EFI_FI_NO_COMPLETION,
+			   msg->context);
 }
 
 static ssize_t a_inject(struct fid_ep *fep, const void *buf, size_t count, fi_addr_t dest,
@@ -209,7 +211,7 @@ static ssize_t a_inject(struct fid_ep *fep, const void *buf, size_t count, fi_ad
 	(void)dest;
 	/* the operand is copied into the request: buf is free on return */
 	return post_atomic(EP(fep), KIND_WRITE, buf, count, NULL, NULL, NULL, addr, key, datatype,
-			   op, FI_INJECT, NULL);
+			   op, FI_INJECT | EFI_FI_NO_COMPLETION, NULL);
 }
 
 /* ------------------------------------------------------------ fetches */
@@ -253,7 +255,7 @@ static ssize_t a_readwritemsg(struct fid_ep *fep, const struct fi_msg_atomic *ms
 		return -FI_EINVAL;
 	return post_atomic(EP(fep), KIND_FETCH, operand, 1, NULL, result, result_desc[0],
 			   msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->datatype, msg->op,
-			   flags, msg->context);
+			   flags & ~EFI_FI_NO_COMPLETION, msg->context);
 }
 
 /* ------------------------------------------------------------ compare */
@@ -302,7 +304,7 @@ static ssize_t a_compwritemsg(struct fid_ep *fep, const struct fi_msg_atomic *ms
 		return -FI_EINVAL;
 	return post_atomic(EP(fep), KIND_COMPARE, operand, 1, compare, result, result_desc[0],
 			   msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->datatype, msg->op,
-			   flags, msg->context);
+			   flags & ~EFI_FI_NO_COMPLETION, msg->context);
 }
 
 /* ------------------------------------------------------------ queries */

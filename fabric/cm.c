@@ -126,7 +126,13 @@ static int ep_shutdown(struct fid_ep *fep, uint64_t flags)
 		return -FI_EOPBADSTATE;
 	pthread_mutex_lock(&ep->eq->lock);
 	err = efi_disconnect(ep->owner.id);
-	ep->shut = true;
+	/* the caller's EQ hears of it too, as with tcp and verbs (rdma_cm
+	 * reports DISCONNECTED on both ends): once per endpoint, whichever
+	 * side ends it first (eq.c drops the peer's later DISCONNECTED) */
+	if (!err && !ep->shut) {
+		ep->shut = true;
+		err = efi_fi_eq_push_event(ep->eq, FI_SHUTDOWN, &ep->ep.fid) ? ENOMEM : 0;
+	}
 	pthread_mutex_unlock(&ep->eq->lock);
 	return efi_fi_errno(err);
 }

@@ -15,7 +15,9 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "efi_fi.h"
 
@@ -287,6 +289,14 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Takes a pending fi_cq_signal; whether there was one. */
+static bool cq_take_signal(struct efi_fi_cq *cq)
+{
+	uint64_t v;
+
+	return read(cq->sigfd, &v, sizeof(v)) == (ssize_t)sizeof(v);
+}
+
 static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr_t *src_addr,
 			    const void *cond, int timeout)
 {
@@ -298,11 +308,16 @@ static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr
 		return -FI_EINVAL;
 	for (;;) {
 		ssize_t n = cq_readfrom(fcq, buf, count, src_addr);
-		struct pollfd pfd = { .fd = cq->channel->fd, .events = POLLIN };
+		struct pollfd pfd[2] = {
+			{ .fd = cq->channel->fd, .events = POLLIN },
+			{ .fd = cq->sigfd, .events = POLLIN },
+		};
 		int wait = -1, ret;
 
 		if (n != -FI_EAGAIN)
 			return n;
+		if (cq_take_signal(cq))
+			return -FI_EAGAIN;	/* fi_cq_signal: wake up empty-handed */
 		ret = efi_fi_cq_trywait(cq);
 		if (ret == -FI_EAGAIN)
 			continue;
@@ -313,7 +328,7 @@ static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count, fi_addr
 			if (wait < 0)
 				return -FI_EAGAIN;
 		}
-		ret = poll(&pfd, 1, wait);
+		ret = poll(pfd, 2, wait);
 		if (ret < 0 && errno != EINTR)
 			return -FI_EOTHER;
 		if (ret == 0 && timeout >= 0 && now_ms() >= end) {
@@ -329,10 +344,16 @@ static ssize_t cq_sread(struct fid_cq *fcq, void *buf, size_t count, const void 
 	return cq_sreadfrom(fcq, buf, count, NULL, cond, timeout);
 }
 
+/* Wakes a thread blocked in fi_cq_sread (which returns -FI_EAGAIN), or
+ * the next one to block. */
 static int cq_signal(struct fid_cq *fcq)
 {
-	(void)fcq;
-	return -FI_ENOSYS;
+	struct efi_fi_cq *cq = (struct efi_fi_cq *)fcq;
+	uint64_t one = 1;
+
+	if (cq->sigfd < 0)
+		return 0;	/* FI_WAIT_NONE: nobody can block on it */
+	return write(cq->sigfd, &one, sizeof(one)) == (ssize_t)sizeof(one) ? 0 : -FI_EOTHER;
 }
 
 static int cq_control(struct fid *fid, int command, void *arg)
@@ -368,6 +389,8 @@ static int cq_close(struct fid *fid)
 	if (err)
 		return efi_fi_errno(err);
 	efi_destroy_comp_channel(cq->channel);
+	if (cq->sigfd >= 0)
+		close(cq->sigfd);
 	__atomic_fetch_sub(&cq->dom->refs, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_destroy(&cq->lock);
 	free(cq);
@@ -429,6 +452,7 @@ int efi_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fi
 	if (!cq)
 		return -FI_ENOMEM;
 	cq->dom = dom;
+	cq->sigfd = -1;
 	cq->format = attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_DATA : attr->format;
 	cq->wait_obj = attr->wait_obj == FI_WAIT_NONE ? FI_WAIT_NONE : FI_WAIT_FD;
 	if (cq->wait_obj == FI_WAIT_FD) {
@@ -437,6 +461,9 @@ int efi_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fi
 			goto fail;
 		if (fcntl(cq->channel->fd, F_SETFL,
 			  fcntl(cq->channel->fd, F_GETFL) | O_NONBLOCK) < 0)
+			goto fail;
+		cq->sigfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (cq->sigfd < 0)
 			goto fail;
 	}
 	cq->ecq = efi_create_cq(dom->ctx, (int)size, cq, cq->channel,
@@ -455,6 +482,8 @@ int efi_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fi
 	return 0;
 fail:
 	ret = efi_fi_errno(errno);
+	if (cq->sigfd >= 0)
+		close(cq->sigfd);
 	efi_destroy_comp_channel(cq->channel);
 	free(cq);
 	return ret ? ret : -FI_EOTHER;

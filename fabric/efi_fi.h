@@ -164,6 +164,8 @@ void efi_fi_eq_watch(struct efi_fi_eq *eq, struct efi_fi_cm_owner *owner);
 /* Queues an error entry (err: positive FI_E* value) for fid. */
 int efi_fi_eq_push_err(struct efi_fi_eq *eq, fid_t fid, void *context, int err, int prov_errno,
 		       const void *data, size_t len);
+/* Queues a CM entry without data (FI_SHUTDOWN) for fid; eq->lock held. */
+int efi_fi_eq_push_event(struct efi_fi_eq *eq, uint32_t event, fid_t fid);
 int efi_fi_eq_trywait(struct efi_fi_eq *eq);
 
 /* ------------------------------------------------------------ cq */
@@ -174,6 +176,7 @@ struct efi_fi_cq {
 	struct fid_cq cq;
 	struct efi_fi_domain *dom;
 	struct efi_comp_channel *channel;
+	int sigfd;			/* eventfd of fi_cq_signal (with a channel) */
 	struct efi_cq *ecq;
 	enum fi_cq_format format;
 	enum fi_wait_obj wait_obj;
@@ -278,6 +281,11 @@ extern struct fi_ops_atomic efi_fi_atomic_ops;
 bool efi_fi_atomics_offered(const struct efi_device_attr *da);
 int efi_fi_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum fi_op op,
 			struct fi_atomic_attr *attr, uint64_t flags);
+/* An internal op flag of the fi_inject* calls: no completion.  FI_INJECT
+ * alone (fi_sendmsg, fi_writemsg) only says the buffer is reusable on
+ * return; the operation completes as any other.  No libfabric 1.17 op
+ * flag uses bit 63; the *msg calls clear it from the application's. */
+#define EFI_FI_NO_COMPLETION (1ULL << 63)
 /* Whether a transmit operation with these flags gets no CQ entry. */
 bool efi_fi_tx_silent(const struct efi_fi_ep *ep, uint64_t flags);
 extern struct fi_ops_collective efi_fi_no_collective_ops;

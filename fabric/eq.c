@@ -102,6 +102,17 @@ int efi_fi_eq_push_err(struct efi_fi_eq *eq, fid_t fid, void *context, int err, 
 	return 0;
 }
 
+int efi_fi_eq_push_event(struct efi_fi_eq *eq, uint32_t event, fid_t fid)
+{
+	struct efi_fi_eq_entry *e = cm_entry(event, fid, NULL, NULL, 0);
+
+	if (!e)
+		return -FI_ENOMEM;
+	eq_push(eq, e);
+	eq_sync_evfd(eq);
+	return 0;
+}
+
 /* A socket address of a GID (port 0). */
 static void gid_sockaddr(const union efi_gid *gid, struct sockaddr_storage *ss, size_t *len)
 {
@@ -182,6 +193,8 @@ static void translate(struct efi_fi_eq *eq, struct efi_fi_cm_owner *o,
 		e = cm_entry(FI_CONNECTED, o->fid, NULL, ev->private_data, ev->private_data_len);
 		break;
 	case EFI_CM_EVENT_DISCONNECTED:
+		if (ep && ep->shut)
+			break;	/* its own fi_shutdown reported it */
 		if (ep)
 			ep->shut = true;
 		e = cm_entry(FI_SHUTDOWN, o->fid, NULL, NULL, 0);

@@ -40,7 +40,7 @@ static uint64_t wr_id(void *context, bool silent)
 
 bool efi_fi_tx_silent(const struct efi_fi_ep *ep, uint64_t flags)
 {
-	return !ep->tx_cq || (flags & FI_INJECT) ||
+	return !ep->tx_cq || (flags & EFI_FI_NO_COMPLETION) ||
 	       ((ep->tx_flags & FI_SELECTIVE_COMPLETION) && !(flags & FI_COMPLETION));
 }
 
@@ -167,7 +167,7 @@ static ssize_t m_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc,
 static ssize_t m_sendmsg(struct fid_ep *fep, const struct fi_msg *msg, uint64_t flags)
 {
 	return efi_fi_post(EP(fep), EFI_WR_SEND, msg->msg_iov, msg->desc, msg->iov_count, 0, 0,
-			   msg->data, flags, msg->context);
+			   msg->data, flags & ~EFI_FI_NO_COMPLETION, msg->context);
 }
 
 static ssize_t m_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dst)
@@ -175,7 +175,8 @@ static ssize_t m_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr
 	struct iovec iov = { (void *)buf, len };
 
 	(void)dst;
-	return efi_fi_post(EP(fep), EFI_WR_SEND, &iov, NULL, 1, 0, 0, 0, FI_INJECT, NULL);
+	return efi_fi_post(EP(fep), EFI_WR_SEND, &iov, NULL, 1, 0, 0, 0,
+			   FI_INJECT | EFI_FI_NO_COMPLETION, NULL);
 }
 
 static ssize_t m_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -195,7 +196,7 @@ static ssize_t m_injectdata(struct fid_ep *fep, const void *buf, size_t len, uin
 
 	(void)dst;
 	return efi_fi_post(EP(fep), EFI_WR_SEND, &iov, NULL, 1, 0, 0, data,
-			   FI_INJECT | FI_REMOTE_CQ_DATA, NULL);
+			   FI_INJECT | EFI_FI_NO_COMPLETION | FI_REMOTE_CQ_DATA, NULL);
 }
 
 struct fi_ops_msg efi_fi_msg_ops = {
@@ -237,7 +238,7 @@ static ssize_t r_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg, uint6
 		return -FI_EINVAL;	/* rma_iov_limit 1 */
 	return efi_fi_post(EP(fep), EFI_WR_RDMA_READ, msg->msg_iov, msg->desc, msg->iov_count,
 			   msg->rma_iov[0].addr, msg->rma_iov[0].key, 0,
-			   flags & ~FI_REMOTE_CQ_DATA, msg->context);
+			   flags & ~(FI_REMOTE_CQ_DATA | EFI_FI_NO_COMPLETION), msg->context);
 }
 
 static ssize_t r_write(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -263,8 +264,8 @@ static ssize_t r_writemsg(struct fid_ep *fep, const struct fi_msg_rma *msg, uint
 	if (msg->rma_iov_count != 1)
 		return -FI_EINVAL;
 	return efi_fi_post(EP(fep), EFI_WR_RDMA_WRITE, msg->msg_iov, msg->desc, msg->iov_count,
-			   msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->data, flags,
-			   msg->context);
+			   msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->data,
+			   flags & ~EFI_FI_NO_COMPLETION, msg->context);
 }
 
 static ssize_t r_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dst,
@@ -273,8 +274,8 @@ static ssize_t r_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr
 	struct iovec iov = { (void *)buf, len };
 
 	(void)dst;
-	return efi_fi_post(EP(fep), EFI_WR_RDMA_WRITE, &iov, NULL, 1, addr, key, 0, FI_INJECT,
-			   NULL);
+	return efi_fi_post(EP(fep), EFI_WR_RDMA_WRITE, &iov, NULL, 1, addr, key, 0,
+			   FI_INJECT | EFI_FI_NO_COMPLETION, NULL);
 }
 
 static ssize_t r_writedata(struct fid_ep *fep, const void *buf, size_t len, void *desc,
@@ -295,7 +296,7 @@ static ssize_t r_injectdata(struct fid_ep *fep, const void *buf, size_t len, uin
 
 	(void)dst;
 	return efi_fi_post(EP(fep), EFI_WR_RDMA_WRITE, &iov, NULL, 1, addr, key, data,
-			   FI_INJECT | FI_REMOTE_CQ_DATA, NULL);
+			   FI_INJECT | EFI_FI_NO_COMPLETION | FI_REMOTE_CQ_DATA, NULL);
 }
 
 struct fi_ops_rma efi_fi_rma_ops = {
