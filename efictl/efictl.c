@@ -33,6 +33,7 @@ static const struct command commands[] = {
 	  "instances, interfaces, addresses and GID tables in detail; strays" },
 	{ "apply", NULL, cmd_apply, "FILE|DIR",
 	  "attach what interface files (*.conf) describe; idempotent" },
+	{ "stats", NULL, cmd_stats, "[INSTANCE [NAME]] [--prometheus]", "counters and path health per interface, context, path, QP (--json; --prometheus: for node_exporter)" },
 	{ "version", NULL, cmd_version, "", "versions of efictl, efid and the protocol" },
 	{ "help", NULL, cmd_help, "[COMMAND]", "this text" },
 };

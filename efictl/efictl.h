@@ -233,6 +233,7 @@ int cmd_list(struct efictl *ctx, int argc, char **argv);
 int cmd_status(struct efictl *ctx, int argc, char **argv);
 int cmd_apply(struct efictl *ctx, int argc, char **argv);
 int cmd_version(struct efictl *ctx, int argc, char **argv);
+int cmd_stats(struct efictl *ctx, int argc, char **argv); /* stats.c */
 int cmd_help(struct efictl *ctx, int argc, char **argv);
 
 struct efi_iface_spec;

@@ -136,6 +136,10 @@ assert_eq attached "$(iface_field "$A" efi0 .state)" "its state"
 assert_eq up "$(iface_field "$A" efi0 .link)" "its link"
 assert_match '10\.79\.0\.1/24' "$(ctl status "$A")" "packaged efictl status"
 wait_for 5000 "ping $A -> $B" ip netns exec "$A" ping -c 1 -W 1 10.79.0.2
+# the packaged efictl's metrics (tests/packaging/t-stats.sh parses them)
+assert_exit 0 ctl stats --prometheus "$A"
+assert_match '^efi_interface_up\{efi_instance="'"$A"'",interface="efi0"\} 1$' "$OUT" \
+	"packaged efictl stats --prometheus"
 
 # the packaged efi-perf, on the packaged libefi0 (ldd shows which one)
 assert_match "$ROOT/usr/lib/$MA/libefi.so.0" "$(ldd "$ROOT/usr/bin/efi-perf")" \
