@@ -202,22 +202,26 @@ static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
 	return copy_name(&pep->addr, addr, addrlen);
 }
 
+/* Binds the passive endpoint to an address of its interface (an IP the
+ * interface has, or any: its first of that family), port included, as
+ * bind(2) would; sockets-style servers open it without an address and name
+ * it here (fabtests' msg_sockets). */
 static int pep_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	struct efi_fi_pep *pep = container_of(fid, struct efi_fi_pep, pep.fid);
 	const struct sockaddr *sa = addr;
+	struct sockaddr_storage ss;
+	int ret;
 
 	if (pep->owner.id)
 		return -FI_EOPBADSTATE;	/* already listening */
 	if (!sa || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) ||
-	    addrlen < efi_fi_sockaddr_len(sa) || sa->sa_family != pep->addr.ss_family)
+	    addrlen < efi_fi_sockaddr_len(sa))
 		return -FI_EINVAL;
-	/* the IP must stay the interface's: only the port (service) changes */
-	if (sa->sa_family == AF_INET)
-		((struct sockaddr_in *)&pep->addr)->sin_port = ((const struct sockaddr_in *)sa)->sin_port;
-	else
-		((struct sockaddr_in6 *)&pep->addr)->sin6_port =
-			((const struct sockaddr_in6 *)sa)->sin6_port;
+	ret = efi_fi_local_addr(pep->ctx, sa, &ss);
+	if (ret)
+		return ret;
+	pep->addr = ss;
 	return 0;
 }
 
@@ -322,6 +326,13 @@ static int pep_close(struct fid *fid)
 	return 0;
 }
 
+static struct fi_ops pep_fi_ops;
+
+bool efi_fi_is_pep(const struct fid *fid)
+{
+	return fid && fid->fclass == FI_CLASS_PEP && fid->ops == &pep_fi_ops;
+}
+
 static struct fi_ops pep_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = pep_close,
@@ -339,8 +350,9 @@ int efi_fi_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 	struct efi_fi_pep *pep;
 	int ret;
 
-	if (!info || !info->domain_attr || !info->domain_attr->name || !info->src_addr ||
-	    info->src_addrlen > sizeof(struct sockaddr_storage))
+	if (!info || !info->domain_attr || !info->domain_attr->name ||
+	    info->src_addrlen > sizeof(struct sockaddr_storage) ||
+	    (info->src_addr && info->src_addrlen < efi_fi_sockaddr_len(info->src_addr)))
 		return -FI_EINVAL;
 	pep = calloc(1, sizeof(*pep));
 	if (!pep)
@@ -357,7 +369,15 @@ int efi_fi_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 		free(pep);
 		return ret;
 	}
-	memcpy(&pep->addr, info->src_addr, info->src_addrlen);
+	/* no source address (fi_setname will say it): the interface's first
+	 * address, port 0 until fi_listen picks one */
+	ret = efi_fi_local_addr(pep->ctx, info->src_addr, &pep->addr);
+	if (ret) {
+		efi_fi_ctx_put(fab, pep->ctx);
+		fi_freeinfo(pep->info);
+		free(pep);
+		return ret;
+	}
 	pep->fab = fab;
 	pep->owner.fid = &pep->pep.fid;
 	pep->owner.is_pep = true;

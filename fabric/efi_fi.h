@@ -101,6 +101,16 @@ int efi_fi_getinfo(uint32_t version, const char *node, const char *service, uint
 /* The device whose interface has address sa (by GID), in devname. */
 int efi_fi_addr_device(const struct sockaddr *sa, char *devname, size_t len);
 size_t efi_fi_sockaddr_len(const struct sockaddr *sa);
+/* The port of a sockaddr_in/in6, network order. */
+uint16_t efi_fi_sockaddr_port(const struct sockaddr *sa);
+/* A GID as a sockaddr_in/in6 with port_be; whether it can be one. */
+void efi_fi_gid_sockaddr(const union efi_gid *gid, uint16_t port_be, struct sockaddr_storage *ss);
+bool efi_fi_gid_usable(const union efi_gid *gid);
+/* The device's address matching want's IP (want NULL or its IP any: the
+ * first of its family) with want's port, in *out; 0 or
+ * -FI_EADDRNOTAVAIL. */
+int efi_fi_local_addr(struct efi_context *ctx, const struct sockaddr *want,
+		      struct sockaddr_storage *out);
 /* host and port strings of a sockaddr_in/in6 (for efi_connect). */
 int efi_fi_sockaddr_str(const struct sockaddr *sa, char *host, size_t hostlen, char *port,
 			size_t portlen);
@@ -227,6 +237,8 @@ struct efi_fi_pep {
 
 int efi_fi_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
 		    void *context);
+/* Whether fid is one of this provider's passive endpoints. */
+bool efi_fi_is_pep(const struct fid *fid);
 
 struct efi_fi_ep {
 	struct fid_ep ep;

@@ -220,7 +220,8 @@ int efi_fi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_e
 	if (!info || (info->ep_attr && info->ep_attr->type != FI_EP_MSG &&
 		      info->ep_attr->type != FI_EP_UNSPEC))
 		return -FI_EINVAL;
-	if (info->handle && info->handle->fclass != FI_CLASS_CONNREQ)
+	if (info->handle && info->handle->fclass != FI_CLASS_CONNREQ &&
+	    !efi_fi_is_pep(info->handle))
 		return -FI_EINVAL;	/* shared contexts: none */
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
@@ -231,7 +232,24 @@ int efi_fi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_e
 		return -FI_ENOMEM;
 	}
 	ep->info->handle = NULL;	/* ours is ep->connreq */
-	if (info->handle) {
+	if (info->handle && efi_fi_is_pep(info->handle)) {
+		/* a sockets-style client: the endpoint takes the address its
+		 * passive endpoint was bound to (fi_getname says it; efi_cm
+		 * carries no source port on the wire) */
+		const struct efi_fi_pep *pep = (const struct efi_fi_pep *)info->handle;
+		size_t len = efi_fi_sockaddr_len((const struct sockaddr *)&pep->addr);
+		void *src = malloc(len);
+
+		if (!src) {
+			fi_freeinfo(ep->info);
+			free(ep);
+			return -FI_ENOMEM;
+		}
+		memcpy(src, &pep->addr, len);
+		free(ep->info->src_addr);
+		ep->info->src_addr = src;
+		ep->info->src_addrlen = len;
+	} else if (info->handle) {
 		int ret = efi_fi_connreq_hold((struct efi_fi_connreq *)info->handle, ep);
 
 		if (ret) {

@@ -35,7 +35,7 @@ int efi_fi_sockaddr_str(const struct sockaddr *sa, char *host, size_t hostlen, c
 }
 
 /* A GID as a socket address (IPv4-mapped GIDs as AF_INET). */
-static void gid_to_sockaddr(const union efi_gid *gid, uint16_t port_be, struct sockaddr_storage *ss)
+void efi_fi_gid_sockaddr(const union efi_gid *gid, uint16_t port_be, struct sockaddr_storage *ss)
 {
 	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
@@ -318,6 +318,8 @@ static struct fi_info *make_info(const struct fi_info *hints, const struct terms
 		return NULL;
 	fi->caps = caps;
 	fi->mode = t->mode;
+	if (hints && efi_fi_is_pep(hints->handle))
+		fi->handle = hints->handle;	/* fi_endpoint takes its address */
 	fi->addr_format = src->ss_family == AF_INET6 ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
 	fi->src_addrlen = efi_fi_sockaddr_len((const struct sockaddr *)src);
 	fi->src_addr = malloc(fi->src_addrlen);
@@ -414,7 +416,7 @@ fail:
 	return NULL;
 }
 
-static bool gid_usable(const union efi_gid *gid)
+bool efi_fi_gid_usable(const union efi_gid *gid)
 {
 	/* link-local IPv6 needs a scope efi_connect's host string cannot carry */
 	return !(gid->raw[0] == 0xfe && (gid->raw[1] & 0xc0) == 0x80) &&
@@ -443,9 +445,9 @@ static int device_infos(struct efi_device *dev, const struct fi_info *hints,
 		struct sockaddr_storage me;
 		struct fi_info *fi;
 
-		if (efi_query_gid(ctx, 1, i, &gid) || !gid_usable(&gid))
+		if (efi_query_gid(ctx, 1, i, &gid) || !efi_fi_gid_usable(&gid))
 			continue;
-		gid_to_sockaddr(&gid, src_port, &me);
+		efi_fi_gid_sockaddr(&gid, src_port, &me);
 		if (dst && dst->ss_family != me.ss_family)
 			continue;
 		if (src_ip && !same_ip((const struct sockaddr *)src, (const struct sockaddr *)&me))
@@ -470,6 +472,7 @@ int efi_fi_getinfo(uint32_t version, const char *node, const char *service, uint
 		   const struct fi_info *hints, struct fi_info **info)
 {
 	struct sockaddr_storage src = { 0 }, dst = { 0 };
+	const char *pep_dev = NULL;
 	bool have_dst = false, src_ip = false;
 	uint16_t src_port = 0;
 	struct efi_device **list;
@@ -510,6 +513,16 @@ int efi_fi_getinfo(uint32_t version, const char *node, const char *service, uint
 		src_ip = !is_any(sa);
 		src_port = port_of(sa);
 	}
+	if (hints && efi_fi_is_pep(hints->handle)) {
+		/* an active endpoint to open on this passive endpoint's bound
+		 * address (fi_endpoint takes it over): its source is that */
+		const struct efi_fi_pep *pep = (const struct efi_fi_pep *)hints->handle;
+
+		memcpy(&src, &pep->addr, efi_fi_sockaddr_len((const struct sockaddr *)&pep->addr));
+		src_ip = true;
+		src_port = port_of((struct sockaddr *)&src);
+		pep_dev = pep->info->domain_attr->name;
+	}
 	if (hints && hints->dest_addr) {
 		const struct sockaddr *sa = hints->dest_addr;
 
@@ -526,7 +539,7 @@ int efi_fi_getinfo(uint32_t version, const char *node, const char *service, uint
 	for (int i = 0; i < n && !ret; i++) {
 		const char *want = hints && hints->domain_attr ? hints->domain_attr->name : NULL;
 
-		if (want && strcmp(want, list[i]->name))
+		if ((want && strcmp(want, list[i]->name)) || (pep_dev && strcmp(pep_dev, list[i]->name)))
 			continue;
 		ret = device_infos(list[i], hints, &src, src_ip, src_port,
 				   have_dst ? &dst : NULL, &tail);
