@@ -128,6 +128,19 @@ int ctl_put_str(struct ctl_buf *b, uint16_t type, const char *s)
 	return ctl_put(b, type, s, strlen(s) + 1);
 }
 
+int ctl_put_raw(struct ctl_buf *b, const void *attrs, size_t len)
+{
+	if (len % 4)
+		return b->err ? b->err : (b->err = -EINVAL);
+	int r = reserve(b, len);
+	if (r)
+		return r;
+	if (len)
+		memcpy(b->data + b->len, attrs, len);
+	b->len += len;
+	return 0;
+}
+
 size_t ctl_nest_begin(struct ctl_buf *b, uint16_t type)
 {
 	size_t off = b->len;

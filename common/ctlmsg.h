@@ -62,6 +62,9 @@ int ctl_put_i32(struct ctl_buf *b, uint16_t type, int32_t v);
 int ctl_put_u64(struct ctl_buf *b, uint16_t type, uint64_t v);
 /* Strings are sent with their terminating NUL. */
 int ctl_put_str(struct ctl_buf *b, uint16_t type, const char *s);
+/* Appends attributes already encoded (e.g. copied from another message);
+ * len must be a multiple of 4.  Returns 0, -ENOMEM or -EMSGSIZE. */
+int ctl_put_raw(struct ctl_buf *b, const void *attrs, size_t len);
 /* Opens a nest; returns its offset (pass it to ctl_nest_end), or 0 on error
  * (the buffer then carries the error). */
 size_t ctl_nest_begin(struct ctl_buf *b, uint16_t type);

@@ -164,6 +164,16 @@ enum efi_ctl_attr {
 				  * UPLINK_LANES, UPLINK_CHANGES */
 	EFI_A_UPLINK_LANES = 92, /* u32: bit L set when lane L leaves by this uplink */
 	EFI_A_UPLINK_CHANGES = 93, /* u32: state changes since efid started */
+	/* LIST paging (issue 22): a listing is as long as it needs to be, a
+	 * reply is not.  Requests with EFI_F_LIST_PAGED get pages of whole
+	 * top-level entries; an interface whose contexts and CM objects do not
+	 * fit one IFACE nest (65,535 bytes) is continued in further IFACE nests
+	 * carrying its INSTANCE, IFNAME, LIST_CONTINUED and more of them. */
+	EFI_A_LIST_CURSOR = 100,  /* u32, LIST request: entries already received (0 first) */
+	EFI_A_LIST_NEXT = 101,    /* u32, LIST reply: the cursor of the next page; absent on the last */
+	EFI_A_LIST_CONTINUED = 102, /* u32, in IFACE: 1 when it continues the one before */
+	EFI_A_DETAIL_OMITTED = 103, /* u32, in IFACE (requests without EFI_F_LIST_PAGED): contexts
+				       and CM objects left out because the nest was full */
 	EFI_A_MAX, /* keep last: parsers size their tables by it */
 };
 
@@ -172,6 +182,7 @@ enum efi_ctl_attr {
 
 /* EFI_A_FLAGS bits */
 #define EFI_F_ALL 0x1u          /* DETACH: every interface of the instance */
+#define EFI_F_LIST_PAGED 0x2u   /* LIST: pages and continued IFACE nests (EFI_A_LIST_*) */
 
 /* EFI_A_RESULT values */
 enum efi_ctl_result {

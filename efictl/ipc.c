@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "efictl.h"
@@ -127,28 +128,108 @@ int ipc_call(struct efictl *ctx, struct ctl_buf *req, struct ctl_reply *rep, con
 	return EXIT_OK;
 }
 
-/* The LIST request, shared by list and status. */
+/* Appends the attributes of page to the listing being gathered in *acc
+ * (the first page's header included, later pages' entries only) and sets
+ * *next to its EFI_A_LIST_NEXT (0 when it was the last).  Returns 0,
+ * -ENOMEM, or -EBADMSG for a malformed page. */
+static int listing_append(struct ctl_reply *acc, const struct ctl_reply *page, bool first,
+			  uint32_t *next)
+{
+	struct ctl_iter it;
+	struct ctl_attr a;
+	size_t len = acc->payload_len;
+
+	*next = 0;
+	uint8_t *buf = realloc(acc->buf, CTL_HDR_SIZE + len + page->payload_len);
+	if (!buf)
+		return -ENOMEM;
+	if (first)
+		memcpy(buf, page->buf, CTL_HDR_SIZE);
+	acc->buf = buf;
+	ctl_iter_init(&it, page->payload, page->payload_len);
+	const uint8_t *start = it.p;
+	while (ctl_iter_next(&it, &a)) {
+		size_t n = (size_t)(it.p - start);
+		bool keep = true;
+		if (a.type == EFI_A_LIST_NEXT) {
+			if (ctl_attr_u32(&a, next))
+				return -EBADMSG;
+			keep = false;
+		} else if (!first) {
+			/* The header is the first page's. */
+			keep = a.type != EFI_A_STATUS && a.type != EFI_A_ERROR &&
+			       a.type != EFI_A_HOST_ID && a.type != EFI_A_SERVER_VERSION &&
+			       a.type != EFI_A_CALLER_INSTANCE;
+		}
+		if (keep) {
+			memcpy(buf + CTL_HDR_SIZE + len, start, n);
+			len += n;
+		}
+		start = it.p;
+	}
+	if (it.err)
+		return -EBADMSG;
+	acc->payload = buf + CTL_HDR_SIZE;
+	acc->payload_len = len;
+	return 0;
+}
+
+/* The LIST request, shared by list, status, stats and detach --wait.  It
+ * asks for pages (issue 22: a listing may be longer than one reply) and
+ * gathers them into one reply; an efid from before paging answers in one. */
 int efictl_fetch_listing(struct efictl *ctx, const char *what, const char *instance,
 			 const char *ifname, struct ctl_reply *rep, struct ec_listing *out)
 {
 	struct ctl_buf req;
+	struct ctl_reply page;
+	uint32_t cursor = 0, next = 0;
+	unsigned pages = 0, attempts = 0;
 	int r;
 
-	ctl_buf_init(&req);
-	ctl_msg_begin(&req, EFI_CTL_LIST, 0);
-	if (instance)
-		ctl_put_str(&req, EFI_A_INSTANCE, instance);
-	if (ifname)
-		ctl_put_str(&req, EFI_A_IFNAME, ifname);
-	if (ctl_msg_end(&req)) {
+again:
+	memset(rep, 0, sizeof(*rep));
+	cursor = 0;
+	for (unsigned n = 0;; n++) {
+		ctl_buf_init(&req);
+		ctl_msg_begin(&req, EFI_CTL_LIST, 0);
+		if (instance)
+			ctl_put_str(&req, EFI_A_INSTANCE, instance);
+		if (ifname)
+			ctl_put_str(&req, EFI_A_IFNAME, ifname);
+		ctl_put_u32(&req, EFI_A_FLAGS, EFI_F_LIST_PAGED);
+		ctl_put_u32(&req, EFI_A_LIST_CURSOR, cursor);
+		if (ctl_msg_end(&req)) {
+			ctl_buf_free(&req);
+			ctl_reply_free(rep);
+			return efictl_report(ctx, EXIT_FAIL, "failed", ENOMEM, "out of memory");
+		}
+		r = ipc_call(ctx, &req, &page, what);
 		ctl_buf_free(&req);
-		return efictl_report(ctx, EXIT_FAIL, "failed", ENOMEM, "out of memory");
+		if (r) {
+			ctl_reply_free(rep);
+			return r;
+		}
+		r = listing_append(rep, &page, n == 0, &next);
+		ctl_reply_free(&page);
+		/* Every page moves on, or efid is not speaking sense. */
+		if (r == 0 && next && (next <= cursor || n >= 1000000))
+			r = -EBADMSG;
+		if (r) {
+			ctl_reply_free(rep);
+			return ipc_report_transport(ctx, r == -ENOMEM ? r : -EBADMSG);
+		}
+		pages = n + 1;
+		if (!next)
+			break;
+		cursor = next;
 	}
-	r = ipc_call(ctx, &req, rep, what);
-	ctl_buf_free(&req);
-	if (r)
-		return r;
 	r = ec_listing_parse(rep, out);
+	if (r == -EBADMSG && pages > 1 && ++attempts < 3) {
+		/* An interface came or went between two pages (an entry is
+		 * then seen twice): the whole listing again. */
+		ctl_reply_free(rep);
+		goto again;
+	}
 	if (r) {
 		ctl_reply_free(rep);
 		return ipc_report_transport(ctx, r == -ENOMEM ? r : -EBADMSG);

@@ -34,6 +34,8 @@ static const struct ctl_policy iface_policy[EFI_A_MAX] = {
 	[EFI_A_CM_CONNECTION] = { .kind = CTL_NEST, .multi = true },
 	[EFI_A_LEASES] = { .kind = CTL_U32 },
 	[EFI_A_RES_QPS] = { .kind = CTL_U32 },
+	[EFI_A_LIST_CONTINUED] = { .kind = CTL_U32 },
+	[EFI_A_DETAIL_OMITTED] = { .kind = CTL_U32 },
 };
 
 static const struct ctl_policy context_policy[EFI_A_MAX] = {
@@ -304,6 +306,40 @@ static int parse_uplink(struct ec_listing *l, const struct ctl_attr *a)
 	return 0;
 }
 
+/* Moves the n elements of size sz at *from to the end of *to (of *nto). */
+static int append_all(void *to_ptr, size_t *nto, void *from_ptr, size_t *nfrom, size_t sz)
+{
+	void **to = to_ptr, **from = from_ptr;
+	if (!*nfrom)
+		return 0;
+	void *p = realloc(*to, (*nto + *nfrom) * sz);
+	if (!p)
+		return -ENOMEM;
+	memcpy((char *)p + *nto * sz, *from, *nfrom * sz);
+	*to = p;
+	*nto += *nfrom;
+	free(*from);
+	*from = NULL;
+	*nfrom = 0;
+	return 0;
+}
+
+/* An IFACE nest continuing an interface whose contexts and CM objects did
+ * not fit one nest (EFI_A_LIST_CONTINUED): they join the interface's. */
+static int merge_continued(struct ec_iface *to, struct ec_iface *more)
+{
+	int r = append_all(&to->contexts, &to->ncontexts, &more->contexts, &more->ncontexts,
+			   sizeof(*to->contexts));
+	if (!r)
+		r = append_all(&to->listeners, &to->nlisteners, &more->listeners,
+			       &more->nlisteners, sizeof(*to->listeners));
+	if (!r)
+		r = append_all(&to->conns, &to->nconns, &more->conns, &more->nconns,
+			       sizeof(*to->conns));
+	ec_iface_free(more);
+	return r;
+}
+
 int ec_listing_parse(const struct ctl_reply *rep, struct ec_listing *out)
 {
 	struct ctl_attr tb[EFI_A_MAX];
@@ -334,6 +370,28 @@ int ec_listing_parse(const struct ctl_reply *rep, struct ec_listing *out)
 	while (ctl_iter_next(&it, &a)) {
 		if (a.type != EFI_A_IFACE)
 			continue;
+		struct ctl_attr ttb[EFI_A_MAX];
+		uint32_t continued = 0;
+		if (ctl_parse(a.data, a.len, iface_policy, EFI_A_MAX, ttb, NULL) == 0 &&
+		    ctl_has(ttb, EFI_A_LIST_CONTINUED))
+			ctl_attr_u32(&ttb[EFI_A_LIST_CONTINUED], &continued);
+		if (continued) {
+			/* Only ever right after the interface it continues. */
+			struct ec_iface more, *prev = out->nifaces ? &out->ifaces[out->nifaces - 1] : NULL;
+			r = ec_iface_parse(&a, &more);
+			if (r)
+				goto fail;
+			if (!prev || strcmp(prev->instance, more.instance) ||
+			    strcmp(prev->name, more.name)) {
+				ec_iface_free(&more);
+				r = -EBADMSG;
+				goto fail;
+			}
+			r = merge_continued(prev, &more);
+			if (r)
+				goto fail;
+			continue;
+		}
 		struct ec_iface *i = grow(&out->ifaces, &out->nifaces, sizeof(*i));
 		if (!i) {
 			r = -ENOMEM;

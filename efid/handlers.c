@@ -19,6 +19,7 @@
 #include "handlers.h"
 #include "iface.h"
 #include "lease.h"
+#include "list_pages.h"
 #include "log.h"
 #include "store.h"
 #include "uplinks.h"
@@ -41,6 +42,7 @@ static const struct ctl_policy request_policy[POLICY_SIZE] = {
 	[EFI_A_RES_MRS] = { .kind = CTL_U32 },
 	[EFI_A_RES_BYTES] = { .kind = CTL_U64 },
 	[EFI_A_PATH_TABLE] = { .kind = CTL_U32 },
+	[EFI_A_LIST_CURSOR] = { .kind = CTL_U32 },
 };
 
 /* OPEN_DEVICE, LEASE_RESUME: a client that reads the path table (it said
@@ -111,7 +113,7 @@ static const char *visible_instance(const struct peer *p, const char *asked, boo
 	return p->instance;
 }
 
-static void put_iface(struct efid *d, struct ctl_buf *b, const struct store_iface *it)
+static void put_iface(struct efid *d, struct ctl_buf *b, const struct store_iface *it, bool paged)
 {
 	size_t nest = ctl_nest_begin(b, EFI_A_IFACE);
 	char text[INET6_ADDRSTRLEN + 8];
@@ -138,9 +140,8 @@ static void put_iface(struct efid *d, struct ctl_buf *b, const struct store_ifac
 			ctl_nest_end(b, g);
 		}
 	}
-	lease_put_contexts(d, b, it->spec.instance, it->spec.name);
 	lease_put_iface_usage(d, b, it->spec.instance, it->spec.name);
-	cm_put_status(d, b, it->spec.instance, it->spec.name);
+	list_put_detail(d, b, &nest, it->spec.instance, it->spec.name, paged);
 	ctl_nest_end(b, nest);
 }
 
@@ -229,7 +230,7 @@ static int handle_attach(struct efid *d, const struct peer *p, struct ctl_attr *
 		return r;
 	}
 	ctl_put_u32(body, EFI_A_RESULT, result);
-	put_iface(d, body, &rec);
+	put_iface(d, body, &rec, false);
 	log_info("attach %s/%s: %s", rec.spec.instance, rec.spec.name,
 		 result == EFI_R_CREATED ? "created" :
 		 result == EFI_R_REPAIRED ? "repaired" : "unchanged");
@@ -299,6 +300,7 @@ struct list_ctx {
 	struct ctl_buf *body;
 	const char *ifname;
 	unsigned matched;
+	bool paged;
 };
 
 static int list_instance(const char *instance, void *ud)
@@ -321,7 +323,7 @@ static int list_iface(const struct store_iface *it, void *ud)
 	if (lc->ifname && strcmp(lc->ifname, it->spec.name) != 0)
 		return 0;
 	lc->matched++;
-	put_iface(lc->d, lc->body, it);
+	put_iface(lc->d, lc->body, it, lc->paged);
 	return lc->body->err;
 }
 
@@ -332,8 +334,8 @@ static int count_iface(const struct store_iface *it, void *ud)
 	return 0;
 }
 
-static int handle_list(struct efid *d, const struct peer *p, struct ctl_attr *tb,
-		       struct ctl_buf *body, char *err, size_t errlen)
+static int list_build(struct efid *d, const struct peer *p, struct ctl_attr *tb,
+		      struct ctl_buf *body, bool paged, char *err, size_t errlen)
 {
 	const char *asked = NULL;
 	bool deny;
@@ -349,7 +351,7 @@ static int handle_list(struct efid *d, const struct peer *p, struct ctl_attr *tb
 		return -EINVAL;
 	}
 	const char *instance = visible_instance(p, asked, &deny);
-	struct list_ctx lc = { .d = d, .body = body };
+	struct list_ctx lc = { .d = d, .body = body, .paged = paged };
 	if (ctl_has(tb, EFI_A_IFNAME))
 		ctl_attr_str(&tb[EFI_A_IFNAME], &lc.ifname);
 
@@ -411,6 +413,37 @@ store_fail:
 		snprintf(err, errlen, "the listing is too large for one reply; ask for one instance");
 	else
 		snprintf(err, errlen, "cannot read the state database: %s", store_errmsg(d->store));
+	return r;
+}
+
+/* LIST.  A client that asks for pages (EFI_F_LIST_PAGED) gets the listing
+ * built whole, then the page its cursor names; any other gets it in one
+ * reply, as before paging existed. */
+static int handle_list(struct efid *d, const struct peer *p, struct ctl_attr *tb,
+		       struct ctl_buf *body, char *err, size_t errlen)
+{
+	uint32_t flags = 0, cursor = 0;
+	struct ctl_buf full;
+	int r;
+
+	if (ctl_has(tb, EFI_A_FLAGS))
+		ctl_attr_u32(&tb[EFI_A_FLAGS], &flags);
+	if (ctl_has(tb, EFI_A_LIST_CURSOR))
+		ctl_attr_u32(&tb[EFI_A_LIST_CURSOR], &cursor);
+	if (!(flags & EFI_F_LIST_PAGED))
+		return list_build(d, p, tb, body, false, err, errlen);
+	ctl_buf_init(&full);
+	full.limit = LIST_MAX_BYTES;
+	ctl_msg_begin(&full, EFI_CTL_REPLY, 0);
+	r = list_build(d, p, tb, &full, true, err, errlen);
+	if (r >= 0 && full.err)
+		r = full.err;
+	if (r >= 0)
+		r = list_page(&full, cursor, body);
+	if (r == -EMSGSIZE && !*err)
+		snprintf(err, errlen, "the listing passes efid's limit of %u MiB; ask for one instance",
+			 LIST_MAX_BYTES >> 20);
+	ctl_buf_free(&full);
 	return r;
 }
 

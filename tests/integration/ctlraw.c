@@ -13,7 +13,7 @@
  *   1  efid accepted the request (status >= 0), sent a malformed reply, or
  *      neither answered nor closed within the timeout (a hang)
  *   2  usage error, or the socket could not be reached at all
- * "hello" expects a successful reply instead; "fds" any answer or a close.  "truncated", "flood", "slow",
+ * "hello" and "list" expect a successful reply instead; "fds" any answer or a close.  "truncated", "flood", "slow",
  * "idle" and "no-read" expect nothing and exit 0 once they have done their
  * part.
  */
@@ -271,6 +271,9 @@ static bool build_case(const char *name, const char *instance, const char *addre
 	if (!strcmp(name, "hello")) {
 		frame_begin(f, EFI_CTL_MAGIC, EFI_CTL_VERSION, EFI_CTL_HELLO);
 		frame_str(f, EFI_A_CLIENT, "ctlraw");
+	} else if (!strcmp(name, "list")) {
+		/* a LIST as clients from before paging send it (libefi does) */
+		frame_begin(f, EFI_CTL_MAGIC, EFI_CTL_VERSION, EFI_CTL_LIST);
 	} else if (!strcmp(name, "garbage")) {
 		f->len = 64;
 		random_bytes(f->buf, f->len);
@@ -610,7 +613,7 @@ static void usage(void)
 		"    missing-attrs\n"
 		"    missing-address detach-missing-attrs length-lies-short oversize oversize-full\n"
 		"    list-bad-instance publish-no-fd\n"
-		"  success expected: hello\n"
+		"  success expected: hello list\n"
 		"  any answer (or a close) expected: fds N (LIST carrying N descriptors)\n"
 		"  no answer expected: truncated | flood N | slow SECONDS | idle N SECONDS\n"
 		"    | no-read N SECONDS | hold N SECONDS [FDS]\n");
@@ -674,7 +677,7 @@ int main(int argc, char **argv)
 	close(fd);
 	if (r < 0 && o != OUT_CLOSED)
 		printf("write failed: %s\n", strerror(-r));
-	if (!strcmp(name, "hello"))
+	if (!strcmp(name, "hello") || !strcmp(name, "list"))
 		return o == OUT_OK_REPLY ? 0 : 1;
 	return o == OUT_ERROR_REPLY || o == OUT_CLOSED ? 0 : 1;
 }
