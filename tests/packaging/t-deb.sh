@@ -68,6 +68,14 @@ if grep -E ':[0-9]+:[0-9]+: (warning|error): |^dpkg-gensymbols: warning' "$TMPD/
 	sed 's/^/    /' "$TMPD/warn"
 fi
 
+# debian/libefi0.symbols lists exactly what libefi.so exports: a function
+# added to libefi.map must be added there too (dpkg-gensymbols only warns).
+if grep -q '^dpkg-gensymbols: warning' "$TMPD/build.log"; then
+	fail "debian/libefi0.symbols does not match libefi.so.0; add or remove these lines
+(version: the package version that first has them, debian/changelog):
+$(grep -E '^[+-] [^ ]+@' "$TMPD/build.log")"
+fi
+
 # contains PKG PATH...: each path is in the package
 contains() {
 	local p=$1 f list
