@@ -3,12 +3,14 @@
 # dpkg-buildpackage -us -uc -b (once, in a copy under the test's temp dir,
 # DEB_BUILD_OPTIONS=nocheck parallel=2), checks that every binary package is
 # there with the files it must ship, runs lintian (errors fail the test,
-# warnings are printed), then unpacks all of them into a throwaway root and
-# runs what they hold: the packaged efid in foreground mode with its state in
+# warnings are printed), checks with apt-get -s that their dependencies
+# resolve, installs all of them with dpkg --root into a throwaway root (their
+# maintainer scripts run too, kept away from the host's systemd) and runs
+# what they hold: the packaged efid in foreground mode with its state in
 # the temp dir, the packaged efictl attaching an interface to a namespace of
 # the test's own and reading its status, and the packaged efi-perf (on the
-# packaged libefi0) between two instances.  The system itself is not
-# touched: nothing is installed with dpkg -i.
+# packaged libefi0) between two instances; then purges them from the root.
+# The system itself is not touched: nothing is installed into /.
 # Costs about 2 to 3 minutes on 2 cores (the package build).
 # shellcheck disable=SC2016 # jq programs
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
@@ -116,11 +118,42 @@ lintian --fail-on error "$DEBS/efi_${VER}_${ARCH}.changes" >"$TMPD/lintian.out" 
 sed 's/^/    lintian: /' "$TMPD/lintian.out"
 [ "$lrc" = 0 ] || fail "lintian found errors (exit $lrc; lines starting E: above)"
 
-# --- unpacked into a throwaway root, and run --------------------------------
-ROOT=$TMPD/root
+# --- their dependencies resolve on this Debian ------------------------------
+DEBFILES=()
 for p in "${PKGS[@]}"; do
-	dpkg-deb -x "$DEBS/${p}_${VER}_${ARCH}.deb" "$ROOT" || fail "dpkg-deb -x $p failed"
+	DEBFILES+=("$DEBS/${p}_${VER}_${ARCH}.deb")
 done
+apt-get -s -q install "${DEBFILES[@]}" >"$TMPD/apt-s.out" 2>&1 ||
+	fail "apt-get -s install of the packages fails: $(tail -n 20 "$TMPD/apt-s.out")"
+
+# --- installed into a throwaway root, and run --------------------------------
+# dpkg --root with its own database, maintainer scripts run without chroot
+# (DPKG_ROOT set for them, so deb-systemd-helper enables the units inside
+# the root).  Nothing reaches the host's systemd: policy-rc.d in the root
+# forbids deb-systemd-invoke to start anything, and a systemctl that only
+# logs comes first on PATH.  --force-depends: the root's empty database has
+# no libc6 (apt-get -s above checked the dependencies).
+ROOT=$TMPD/root
+mkdir -p "$ROOT/var/lib/dpkg/info" "$ROOT/var/lib/dpkg/updates" "$ROOT/var/lib/dpkg/triggers" \
+	"$ROOT/usr/sbin" "$TMPD/stub"
+: >"$ROOT/var/lib/dpkg/status"
+printf '#!/bin/sh\nexit 101\n' >"$ROOT/usr/sbin/policy-rc.d"
+printf '#!/bin/sh\necho "systemctl $*" >>"%s"\n' "$TMPD/systemctl.log" >"$TMPD/stub/systemctl"
+chmod +x "$ROOT/usr/sbin/policy-rc.d" "$TMPD/stub/systemctl"
+rootdpkg() {
+	PATH=$TMPD/stub:$PATH dpkg --root="$ROOT" --force-script-chrootless --force-depends "$@"
+}
+rootdpkg -i "${DEBFILES[@]}" >"$TMPD/dpkg-i.out" 2>&1 ||
+	fail "dpkg --root -i failed: $(tail -n 30 "$TMPD/dpkg-i.out")"
+for p in "${PKGS[@]}"; do
+	assert_eq "install ok installed" \
+		"$(dpkg-query --admindir="$ROOT/var/lib/dpkg" -W -f='${Status}' "$p")" "status of $p"
+done
+# efid's postinst enabled both units, in the root
+[ -L "$ROOT/etc/systemd/system/sockets.target.wants/efid.socket" ] ||
+	fail "efid.socket was not enabled in the root: $(find "$ROOT/etc/systemd" 2>&1)"
+[ -L "$ROOT/etc/systemd/system/multi-user.target.wants/efid.service" ] ||
+	fail "efid.service was not enabled in the root"
 EFID=$ROOT/usr/sbin/efid
 EFICTL=$ROOT/usr/bin/efictl
 export LD_LIBRARY_PATH=$ROOT/usr/lib/$MA
@@ -167,3 +200,10 @@ wait "$SPID" || fail "packaged efi-perf server failed: $(cat "$TMPD/perf-server.
 assert_exit 0 ctl detach "$A" efi0
 assert_exit 0 ctl detach "$B" efi0
 efid_stop main
+
+# purged, nothing of the packages is left in the root but dpkg's database
+# and the policy-rc.d the test put there
+rootdpkg --purge "${PKGS[@]}" >"$TMPD/dpkg-purge.out" 2>&1 ||
+	fail "dpkg --root --purge failed: $(tail -n 30 "$TMPD/dpkg-purge.out")"
+left=$(cd "$ROOT" && find . ! -type d ! -path './var/lib/dpkg/*' ! -path ./usr/sbin/policy-rc.d)
+[ -z "$left" ] || fail "purging left files in the root: $left"
