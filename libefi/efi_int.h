@@ -442,6 +442,7 @@ struct efi_qp_int {
 	uint64_t rack_deadline_ns;	/* 0, or when a reordering candidate expires */
 	uint64_t rto_at_ns;		/* the last timeout, until the next answer (0: none) */
 	uint32_t rto_nxt;		/* snd_nxt before the first of those timeouts rewound it */
+	uint8_t rto_path;		/* the path the probe after the last timeout takes */
 	uint32_t delivered[EFI_MAX_PATHS];	/* scratch: packets delivered per path by one response */
 	uint32_t lost_now[EFI_MAX_PATHS];	/* scratch: packets declared lost per path */
 

@@ -450,6 +450,29 @@ bool efi_req_peer_dead(const struct efi_qp_int *qp, uint64_t now)
 	return after && now > qp->silent_since_ns && now - qp->silent_since_ns >= after;
 }
 
+/*
+ * The path of the probe after a timeout: the next one round from the last
+ * probe's (the first time, from the path the window went on), passing over
+ * paths whose local uplink efid reports down while another is up.  A
+ * timeout says only that some direction of some path failed, and a path
+ * can fail one way alone: the probe arrives, its answer is lost.  Probing
+ * one path again and again then fails the QP with every other path
+ * working (t-lossy-flap: the answers on a lane just brought back up were
+ * lost for over 2 s); going round, a probe comes back within npaths
+ * timeouts as long as one path works both ways.
+ */
+static uint8_t next_probe_path(const struct efi_qp_int *qp)
+{
+	unsigned from = qp->rto_at_ns ? qp->rto_path : qp->cur_path;
+
+	for (unsigned k = 1; k <= qp->npaths; k++) {
+		unsigned p = (from + k) % qp->npaths;
+		if (!(qp->pt_down & (1u << p)))
+			return (uint8_t)p;
+	}
+	return (uint8_t)((from + 1) % qp->npaths);	/* every one down: round all the same */
+}
+
 /* Retransmission and RNR timers. */
 void efi_req_timers(struct efi_qp_int *qp, uint64_t now)
 {
@@ -507,6 +530,7 @@ void efi_req_timers(struct efi_qp_int *qp, uint64_t now)
 		qp->paths[i].loss_unanswered = false;
 		qp->paths[i].quiet_since_ns = now;
 	}
+	qp->rto_path = next_probe_path(qp);
 	qp->rto_at_ns = now;
 	qp->force_ackreq = true;	/* the probe asks for an answer at once */
 	for (unsigned i = 0; i < qp->npaths; i++)
@@ -576,7 +600,11 @@ bool efi_req_next(struct efi_qp_int *qp, uint64_t now, uint32_t *psn)
 		return false;	/* nothing to send (the responder side's usual case) */
 	lost = efi_retx_next_lost(qp, &lost_psn);
 	path = -1;
-	if (lost && qp->npaths > 1) {
+	if (qp->rto_at_ns && qp->npaths > 1) {
+		/* The one packet after a timeout: its own path (next_probe_path). */
+		path = qp->rto_path < qp->npaths ? qp->rto_path : 0;
+		qp->burst_left = 0;
+	} else if (lost && qp->npaths > 1) {
 		/* A lost packet goes again on another path, the one heard
 		 * from last: the path it was lost on may be dead. */
 		path = efi_paths_pick_retx(qp->paths, qp->npaths, now, efi_retx_path_of(qp, lost_psn));
@@ -598,7 +626,7 @@ bool efi_req_next(struct efi_qp_int *qp, uint64_t now, uint32_t *psn)
 	 * its answer re-admits it (with one path, every packet probes it).
 	 * Not a lost one while another path can take it: a repair must not
 	 * wait for a dead path. */
-	for (unsigned i = 0; qp->npaths > 1 && !(lost && path >= 0) && i < qp->npaths; i++) {
+	for (unsigned i = 0; qp->npaths > 1 && !(lost && path >= 0) && !qp->rto_at_ns && i < qp->npaths; i++) {
 		if (efi_path_probe_due(&qp->paths[i], now)) {
 			efi_path_on_probe(&qp->paths[i], &qp->ctx->ccp, now);
 			qp->force_ackreq = true;

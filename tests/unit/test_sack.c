@@ -707,6 +707,56 @@ START_TEST(dead_network_still_fails)
 }
 END_TEST
 
+/* After a timeout, each probe goes on the next path round (skipping one
+ * whose uplink is down): a path can fail one way alone, its probes
+ * arriving and their answers lost, and probing it again and again failed
+ * the QP in t-lossy-flap with three other paths working.  One packet is in
+ * flight until something answers. */
+START_TEST(timeout_probes_go_round_the_paths)
+{
+	uint64_t t = 1000000 * US;
+	struct bare *b = bare_new_paths(t, 4);
+	struct efi_qp_int *qp = &b->qp;
+	unsigned seen = 0, order[8];
+	uint32_t psn;
+
+	qp->attr.qp_state = EFI_QPS_RTS;
+	qp->pt_down = 1u << 2;	/* efid says path 2's uplink is down */
+	send_on(qp, 1, 8, t);
+	qp->timer_start_ns = t;
+	for (unsigned k = 0; k < 6; k++) {
+		/* the timers run every millisecond until the next timeout */
+		for (unsigned ms = 0; ms < 5000 && qp->cnt.timeouts == k; ms++) {
+			t += 1000 * US;
+			efi_req_timers(qp, t);
+		}
+		ck_assert_uint_eq(qp->cnt.timeouts, k + 1);
+		ck_assert(efi_req_next(qp, t, &psn));
+		ck_assert_uint_eq(psn, qp->snd_una);
+		order[k] = qp->cur_path;
+		seen |= 1u << qp->cur_path;
+		send_one(qp, psn, t);
+		ck_assert_msg(!efi_req_next(qp, t, &psn), "a second packet in flight before an answer");
+	}
+	/* 1's window timed out: 3, 0, 1 (2 is down), round again */
+	ck_assert_uint_eq(order[0], 3);
+	ck_assert_uint_eq(order[1], 0);
+	ck_assert_uint_eq(order[2], 1);
+	ck_assert_uint_eq(order[3], 3);
+	ck_assert_uint_eq(seen, (1u << 0) | (1u << 1) | (1u << 3));
+	/* every path down: the probes still go round */
+	qp->pt_down = 0xf;
+	for (unsigned ms = 0; ms < 5000 && qp->cnt.timeouts == 6; ms++) {
+		t += 1000 * US;
+		efi_req_timers(qp, t);
+	}
+	ck_assert_uint_eq(qp->cnt.timeouts, 7);
+	ck_assert(efi_req_next(qp, t, &psn));
+	ck_assert_uint_eq(qp->cur_path, (order[5] + 1) % 4);
+	bare_free(b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sack");
@@ -727,6 +777,7 @@ int main(void)
 	tcase_add_test(t, stall_during_flap_is_not_a_dead_peer);
 	tcase_add_test(t, peer_stall_of_a_second_survived);
 	tcase_add_test(t, dead_network_still_fails);
+	tcase_add_test(t, timeout_probes_go_round_the_paths);
 	tcase_add_test(t, overtaken_ack_is_not_a_drop);
 	tcase_add_test(t, rewind_keeps_sacked);
 	tcase_add_test(t, unsent_is_not_a_retransmission);
