@@ -18,6 +18,7 @@
 #include "efid.h"
 #include "handlers.h"
 #include "iface.h"
+#include "intents.h"
 #include "lease.h"
 #include "list_pages.h"
 #include "log.h"
@@ -121,7 +122,9 @@ static void put_iface(struct efid *d, struct ctl_buf *b, const struct store_ifac
 	ctl_put_str(b, EFI_A_INSTANCE, it->spec.instance);
 	ctl_put_str(b, EFI_A_IFNAME, it->spec.name);
 	ctl_put_str(b, EFI_A_KIND, it->spec.kind);
-	ctl_put_str(b, EFI_A_STATE, it->state);
+	/* A detach that could not be recorded yet is one, not "missing". */
+	ctl_put_str(b, EFI_A_STATE, intent_blocks_repair(d, it->spec.instance, it->spec.name) ?
+					    "detaching" : it->state);
 	ctl_put_str(b, EFI_A_LINK, it->link);
 	ctl_put_u32(b, EFI_A_MTU, it->spec.mtu);
 	ctl_put_str(b, EFI_A_UPLINK, it->spec.uplink);

@@ -21,6 +21,7 @@
 #include <netlink/route/link.h>
 
 #include "efid.h"
+#include "fault.h"
 #include "kernel.h"
 #include "log.h"
 #include "netns.h"
@@ -336,24 +337,45 @@ int iface_attach(struct efid *d, const struct efi_iface_spec *spec,
 			return store_fail(d, rc, err, errlen, "cannot read the address records");
 	}
 
-	rc = store_begin(d->store);
+	/* The intent is committed before the kernel is touched and forgotten
+	 * in the transaction that records the result: efid killed anywhere in
+	 * between undoes the attach at its next start (intents.c), so no
+	 * device it does not know is left. */
+	struct store_intent in = { .op = "attach" };
+	snprintf(in.instance, sizeof(in.instance), "%s", rec.spec.instance);
+	snprintf(in.name, sizeof(in.name), "%s", rec.spec.name);
+	rc = store_intent_set(d->store, &in);
 	if (rc < 0)
-		return store_fail(d, rc, err, errlen, "cannot start a transaction");
+		return store_fail(d, rc, err, errlen, "cannot record the attach (nothing was changed)");
+	fault_point("attach", 1);
+	rc = store_begin(d->store);
+	if (rc < 0) {
+		store_fail(d, rc, err, errlen, "cannot start a transaction");
+		goto err_intent;
+	}
 	rec.host_ifname[0] = '\0';
 	rc = kernel_create(k, &rec.spec, rec.host_ifname, &mtu, err, errlen);
 	if (rc < 0)
 		goto err_rollback;
+	fault_point("attach", 2);
 	if (strcmp(rec.spec.kind, "macvlan") == 0)
 		rec.host_ifname[0] = '\0';
 	rec.spec.mtu = mtu;
 	rc = record_new(d, &rec, err, errlen);
+	if (rc == 0) {
+		rc = store_intent_clear(d->store, rec.spec.instance, rec.spec.name);
+		if (rc < 0)
+			store_fail(d, rc, err, errlen, "cannot record the interface");
+	}
 	if (rc < 0)
 		goto err_kernel;
+	fault_point("attach", 3);
 	rc = store_commit(d->store);
 	if (rc < 0) {
 		store_fail(d, rc, err, errlen, "cannot commit the interface record");
 		goto err_kernel;
 	}
+	fault_point("attach", 4);
 
 	kernel_repair_forget(k, rec.spec.instance);
 	kernel_strays_drop(k, rec.spec.instance, rec.spec.name);
@@ -372,10 +394,20 @@ int iface_attach(struct efid *d, const struct efi_iface_spec *spec,
 
 err_kernel:
 	if (kernel_remove(k, rec.spec.instance, rec.spec.name, rec.host_ifname, ignored,
-			  sizeof(ignored)) < 0)
-		log_warning("could not undo %s/%s: %s", rec.spec.instance, rec.spec.name, ignored);
+			  sizeof(ignored)) < 0) {
+		/* The intent stays: the next start removes what is left. */
+		log_warning("could not undo %s/%s: %s; efid removes it at its next start",
+			    rec.spec.instance, rec.spec.name, ignored);
+		store_rollback(d->store);
+		return rc;
+	}
 err_rollback:
 	store_rollback(d->store);
+err_intent:
+	if (store_intent_clear(d->store, rec.spec.instance, rec.spec.name) < 0)
+		log_warning("cannot forget the failed attach of %s/%s: %s (harmless: the next "
+			    "start finds nothing to undo)", rec.spec.instance, rec.spec.name,
+			    store_errmsg(d->store));
 	return rc;
 }
 
@@ -403,35 +435,50 @@ int iface_detach(struct efid *d, const char *instance, const char *name, char *e
 	if (rc < 0)
 		return store_fail(d, rc, err, errlen, "cannot read the interface records");
 
-	/* Record first, kernel second, commit last: a failure before the
-	 * commit leaves both as they were; a failed commit after the kernel
-	 * change leaves a record that reconcile reports as missing. */
-	rc = store_begin(d->store);
+	/* Intent first (committed), kernel second, then record and intent
+	 * deleted in one transaction.  Killed after the intent, efid finishes
+	 * the detach at its next start (intents.c); a failed last write (a
+	 * full disk) leaves the intent, which keeps the record from being
+	 * re-created until the detach can be finished.  Kernel and records
+	 * never disagree without an intent saying how to settle it. */
+	struct store_intent in = { .op = "detach" };
+	snprintf(in.instance, sizeof(in.instance), "%s", instance);
+	snprintf(in.name, sizeof(in.name), "%s", name);
+	snprintf(in.host_ifname, sizeof(in.host_ifname), "%s", rec.host_ifname);
+	rc = store_intent_set(d->store, &in);
 	if (rc < 0)
-		return store_fail(d, rc, err, errlen, "cannot start a transaction");
-	rc = store_iface_delete(d->store, rec.id);
+		return store_fail(d, rc, err, errlen, "cannot record the detach (nothing was changed)");
+	fault_point("detach", 1);
+	rc = kernel_remove(d->kernel, instance, name, rec.host_ifname, err, errlen);
+	if (rc < 0) {
+		if (store_intent_clear(d->store, instance, name) < 0)
+			log_warning("cannot forget the failed detach of %s/%s: %s; efid finishes it "
+				    "at its next start", instance, name, store_errmsg(d->store));
+		return rc;
+	}
+	fault_point("detach", 2);
+	rc = store_begin(d->store);
+	if (rc == 0)
+		rc = store_iface_delete(d->store, rec.id);
 	if (rc == 0)
 		rc = store_instance_prune(d->store, instance);
+	if (rc == 0)
+		rc = store_intent_clear(d->store, instance, name);
+	if (rc == 0 && fault_fails("detach-write"))
+		rc = -ENOSPC;
+	if (rc == 0)
+		rc = store_commit(d->store);
 	if (rc < 0) {
-		store_fail(d, rc, err, errlen, "cannot delete the interface record");
-		goto err_rollback;
+		store_fail(d, rc, err, errlen, "the device is removed but its record cannot be "
+			   "deleted; the detach stays pending (the interface is not re-created) "
+			   "and efid finishes it at its next start or the next detach");
+		store_rollback(d->store);
+		return rc;
 	}
-	rc = kernel_remove(d->kernel, instance, name, rec.host_ifname, err, errlen);
-	if (rc < 0)
-		goto err_rollback;
-	rc = store_commit(d->store);
-	if (rc < 0) {
-		store_fail(d, rc, err, errlen, "cannot commit the detach (the device is gone; the "
-			   "record stays and shows as missing)");
-		goto err_rollback;
-	}
+	fault_point("detach", 3);
 	watch_instance_prune(d->kernel, instance);
 	log_debug("detached %s/%s", instance, name);
 	return 0;
-
-err_rollback:
-	store_rollback(d->store);
-	return rc;
 }
 
 struct name_list {

@@ -18,6 +18,7 @@
 #include <netlink/route/link.h>
 
 #include "efid.h"
+#include "intents.h"
 #include "kernel.h"
 #include "log.h"
 #include "netns.h"
@@ -316,6 +317,11 @@ int kernel_repair(struct kernel *k, const struct store_iface *rec, char *err, si
 	uint32_t mtu;
 	int rc;
 
+	if (intent_blocks_repair(k->d, rec->spec.instance, rec->spec.name)) {
+		snprintf(err, errlen, "a detach of %s/%s is pending: it is finished, not undone",
+			 rec->spec.instance, rec->spec.name);
+		return -EALREADY;
+	}
 	if (!netns_exists(rec->spec.instance)) {
 		snprintf(err, errlen, "the network namespace of instance '%s' is gone: it is "
 			 "re-created when `ip netns add %s` brings it back", rec->spec.instance,
@@ -518,6 +524,12 @@ int iface_reconcile(struct efid *d)
 	size_t n = 0;
 	int rc;
 
+	/* What a crash interrupted first: a pending detach must not be
+	 * repaired below, a half-made attach not counted as a stray. */
+	rc = intents_reconcile(d);
+	if (rc < 0)
+		log_warning("reconcile: some interrupted attach or detach could not be settled "
+			    "(tried again at the next start): %s", strerror(-rc));
 	rc = kernel_refresh_all(k, &missing);
 	if (rc < 0)
 		log_warning("reconcile: some instances could not be read: %s", strerror(-rc));

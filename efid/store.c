@@ -12,6 +12,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,7 +310,76 @@ static void store_free(struct store *s, bool keep_wal)
 	free(s);
 }
 
+static int open_db(struct store *s, int version, bool *touched);
+
+/* Size of path plus that of its -wal file; -1 when path does not exist. */
+static long long db_bytes(const char *path)
+{
+	char wal[PATH_MAX];
+	struct stat st;
+	long long n;
+
+	if (stat(path, &st) < 0)
+		return -1;
+	n = st.st_size;
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	if (stat(wal, &st) == 0)
+		n += st.st_size;
+	return n;
+}
+
+/*
+ * SQLite takes an empty file for a new database, so a database truncated
+ * to zero bytes (a full disk, a bad restore, `> efid.db`) would silently
+ * become a fresh one with a new host id and no records.  efid creates its
+ * database next to a marker (PATH.creating) that it removes once the
+ * schema is committed: an empty file without the marker is not efid's to
+ * fill, and is refused like a corrupt one.  *created tells the caller to
+ * remove the marker after a successful open.
+ */
+static int check_empty(struct store *s, bool *created)
+{
+	char marker[PATH_MAX];
+	long long n = db_bytes(s->path);
+
+	*created = false;
+	if (snprintf(marker, sizeof(marker), "%s.creating", s->path) >= (int)sizeof(marker))
+		return store_set_error(s, -ENAMETOOLONG, "database path %s is too long", s->path);
+	if (n > 0)
+		return 0;
+	if (n == 0 && access(marker, F_OK) != 0)
+		return store_corrupt_error(s, "opening the database",
+					   "the file is empty (0 bytes) and efid did not create it, so "
+					   "taking it as a new database would lose every record");
+	if (n < 0) {
+		int fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return 0; /* sqlite's open says why the directory is unusable */
+		fsync(fd);
+		close(fd);
+	}
+	*created = true;
+	return 0;
+}
+
 static int open_steps(struct store *s, int version, bool *touched)
+{
+	bool created;
+	int r;
+
+	r = check_empty(s, &created);
+	if (r < 0)
+		return r;
+	r = open_db(s, version, touched);
+	if (r == 0 && created) {
+		char marker[PATH_MAX];
+		snprintf(marker, sizeof(marker), "%s.creating", s->path);
+		unlink(marker);
+	}
+	return r;
+}
+
+static int open_db(struct store *s, int version, bool *touched)
 {
 	int found, rc, r;
 

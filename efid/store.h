@@ -27,7 +27,7 @@
 #include "gid.h"
 #include "ifacespec.h"
 
-#define STORE_SCHEMA_VERSION 2   /* the version this build migrates to */
+#define STORE_SCHEMA_VERSION 3   /* the version this build migrates to */
 #define STORE_MAX_GIDS 64
 
 struct store;
@@ -112,6 +112,23 @@ int store_iface_foreach(struct store *s, const char *instance,
  */
 int store_gids_update(struct store *s, int64_t iface_id, const union efi_gid *gids, size_t n);
 /* Reads the GID table ordered by index.  *n receives the count (≤ max). */
+/* An attach or detach of instance/name recorded before the kernel is
+ * changed (intents.c completes or rolls back the ones a crash left). */
+struct store_intent {
+	char op[8];                          /* "attach" | "detach" */
+	char instance[EFI_INSTANCE_MAX + 1];
+	char name[EFI_IFNAME_MAX + 1];
+	char host_ifname[EFI_IFNAME_MAX + 1];
+};
+/* Records (or replaces) the intent for its instance/name.  Returns 0 or -errno. */
+int store_intent_set(struct store *s, const struct store_intent *in);
+/* Forgets the intent of instance/name (none is fine).  Returns 0 or -errno. */
+int store_intent_clear(struct store *s, const char *instance, const char *name);
+/* 0 and *out filled, -ENOENT when there is none, or -errno. */
+int store_intent_get(struct store *s, const char *instance, const char *name,
+		     struct store_intent *out);
+/* Every intent, in a malloc'd array.  Returns 0 or -errno. */
+int store_intent_all(struct store *s, struct store_intent **out, size_t *n);
 int store_gids_get(struct store *s, int64_t iface_id, struct store_gid *out, size_t max,
 		   size_t *n);
 

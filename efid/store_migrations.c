@@ -6,6 +6,8 @@
  *
  *   1  meta (host_id), instances, interfaces, addresses
  *   2  observed state of interfaces (state, link, ifindex) and their GIDs
+ *   3  intents: an attach or detach recorded before the kernel is changed,
+ *      completed or rolled back at reconcile after a crash (issue 22)
  */
 #include "config.h"
 
@@ -74,6 +76,20 @@ static const struct migration migrations[] = {
 		"  gid BLOB NOT NULL CHECK (length(gid) = 16),"
 		"  UNIQUE (interface_id, gid_index),"
 		"  UNIQUE (interface_id, gid));",
+	},
+	{
+		.summary = "attach and detach intents",
+		.sql =
+		/* At most one change in flight per interface name; host_ifname
+		 * is known for a detach, not for an attach (the kernel side
+		 * names it). */
+		"CREATE TABLE intents ("
+		"  op TEXT NOT NULL CHECK (op IN ('attach', 'detach')),"
+		"  instance TEXT NOT NULL,"
+		"  name TEXT NOT NULL,"
+		"  host_ifname TEXT NOT NULL DEFAULT '',"
+		"  created_at INTEGER NOT NULL,"
+		"  PRIMARY KEY (instance, name));",
 	},
 };
 

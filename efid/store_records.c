@@ -53,6 +53,13 @@ const char *const store_stmt_sql[STMT__COUNT] = {
 			  "ORDER BY gid_index",
 	[STMT_GID_DELETE] = "DELETE FROM gids WHERE interface_id = ?1 AND gid_index = ?2",
 	[STMT_GID_INSERT] = "INSERT INTO gids(interface_id, gid_index, gid) VALUES (?1, ?2, ?3)",
+	[STMT_INTENT_SET] = "INSERT OR REPLACE INTO intents(op, instance, name, host_ifname, "
+			    "created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+	[STMT_INTENT_CLEAR] = "DELETE FROM intents WHERE instance = ?1 AND name = ?2",
+	[STMT_INTENT_GET] = "SELECT op, instance, name, host_ifname FROM intents "
+			    "WHERE instance = ?1 AND name = ?2",
+	[STMT_INTENT_ALL] = "SELECT op, instance, name, host_ifname FROM intents "
+			    "ORDER BY instance, name",
 };
 
 /* ---- instances --------------------------------------------------------- */

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <sqlite3.h>
@@ -37,11 +39,11 @@ START_TEST(fresh_open_creates_current_schema)
 	ck_assert_int_eq(id[14], '4');
 	store_close(s);
 
-	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), 2);
+	ck_assert_int_eq(raw_int(path, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
 	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM pragma_journal_mode "
 				 "WHERE journal_mode = 'wal'"), 1);
 	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name IN "
-				 "('meta','instances','interfaces','addresses','gids')"), 5);
+				 "('meta','instances','interfaces','addresses','gids','intents')"), 6);
 }
 END_TEST
 
@@ -55,7 +57,7 @@ START_TEST(reopen_keeps_host_id)
 	store_close(s);
 	s = open_ok(path);
 	ck_assert_str_eq(store_host_id(s), first);
-	ck_assert_int_eq(store_schema_version(s), 2);
+	ck_assert_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
 	store_close(s);
 
 	/* Another database is another host. */
@@ -65,16 +67,35 @@ START_TEST(reopen_keeps_host_id)
 }
 END_TEST
 
-START_TEST(empty_file_is_version_0_and_migrates)
+/* An empty file is someone's truncated database, not a new one (issue 22):
+ * refused and left as it is, unless efid was creating it (the marker). */
+START_TEST(empty_file_refused_unless_efid_made_it)
 {
 	const char *path = tmp_path("efid.db");
-	struct store *s;
+	char marker[4096];
+	struct store *s = NULL;
+	struct stat st;
 
 	spit(path, "", 0);
+	ck_assert_int_eq(store_open(path, &s), -EIO);
+	ck_assert_ptr_null(s);
+	ck_assert_ptr_nonnull(strstr(store_open_error(), "empty"));
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_size, 0);
+
+	snprintf(marker, sizeof(marker), "%s.creating", path);
+	spit(marker, "", 0);
 	s = open_ok(path);
-	ck_assert_int_eq(store_schema_version(s), 2);
+	ck_assert_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
 	ck_assert_uint_eq(strlen(store_host_id(s)), 36);
 	store_close(s);
+	ck_assert_int_eq(access(marker, F_OK), -1);
+
+	/* A fresh file made by efid leaves no marker behind either. */
+	s = open_ok(tmp_path("fresh.db"));
+	store_close(s);
+	snprintf(marker, sizeof(marker), "%s.creating", tmp_path("fresh.db"));
+	ck_assert_int_eq(access(marker, F_OK), -1);
 }
 END_TEST
 
@@ -96,14 +117,14 @@ START_TEST(open_at_version_then_upgrade)
 	ck_assert_int_eq(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'gids'"), 0);
 
 	s = open_ok(path);
-	ck_assert_int_eq(store_schema_version(s), 2);
+	ck_assert_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
 	ck_assert_str_eq(store_host_id(s), id);
 	store_close(s);
 
 	/* Asking for an older version than the file has is refused. */
 	ck_assert_int_eq(store_open_at_version(path, 1, &s), -EPROTO);
 	ck_assert_ptr_null(s);
-	ck_assert_int_eq(store_open_at_version(path, 3, &s), -EINVAL);
+	ck_assert_int_eq(store_open_at_version(path, STORE_SCHEMA_VERSION + 1, &s), -EINVAL);
 	ck_assert_int_eq(store_open("", &s), -EINVAL);
 }
 END_TEST
@@ -154,7 +175,7 @@ START_TEST(migrates_v1_fixture)
 	sqlite3_close(db);
 
 	s = open_ok(path);
-	ck_assert_int_eq(store_schema_version(s), 2);
+	ck_assert_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
 	ck_assert_str_eq(store_host_id(s), host_id);
 
 	ck_assert_int_eq(store_instance_foreach(s, collect_instance, &c), 0);
@@ -238,9 +259,9 @@ START_TEST(newer_schema_refused_untouched)
 
 	/* One written by a (future) efid, in WAL mode … */
 	store_close(open_ok(wal));
-	raw_exec(wal, "PRAGMA user_version = 3");
+	raw_exec(wal, "PRAGMA user_version = 99");
 	check_newer_refused(wal);
-	ck_assert_int_eq(raw_int(wal, "PRAGMA user_version"), 3);
+	ck_assert_int_eq(raw_int(wal, "PRAGMA user_version"), 99);
 
 	/* … and one in rollback mode, which switching to WAL would rewrite. */
 	raw_exec(plain, "CREATE TABLE future(x); INSERT INTO future VALUES (1); "
@@ -281,7 +302,7 @@ START_TEST(failed_migration_rolls_back)
 	/* Once the obstacle is gone, the same file upgrades. */
 	raw_exec(path, "DROP TABLE gids");
 	s = open_ok(path);
-	ck_assert_int_eq(store_schema_version(s), 2);
+	ck_assert_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
 	store_close(s);
 }
 END_TEST
@@ -541,7 +562,7 @@ static Suite *store_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, fresh_open_creates_current_schema);
 	tcase_add_test(tc, reopen_keeps_host_id);
-	tcase_add_test(tc, empty_file_is_version_0_and_migrates);
+	tcase_add_test(tc, empty_file_refused_unless_efid_made_it);
 	tcase_add_test(tc, open_at_version_then_upgrade);
 	tcase_add_test(tc, migrates_v1_fixture);
 	tcase_add_test(tc, newer_schema_refused_untouched);
