@@ -76,7 +76,17 @@ fab_pair() {
 		"$prog" server "$port" ${sargs[@]+"${sargs[@]}"} >"$TMPD/srv" 2>&1 &
 	spid=$!
 	TRACK_BGPIDS+=("$spid")
-	wait_for 20000 "$(basename "$prog") listening in $A" grep -q listening "$TMPD/srv"
+	# until it listens, or dies (then say why)
+	local i
+	for ((i = 0; i < 200; i++)); do
+		grep -q listening "$TMPD/srv" && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if ! grep -q listening "$TMPD/srv"; then
+		sed 's/^/    server: /' "$TMPD/srv"
+		fail "$(basename "$prog") did not listen in $A"
+	fi
 	in_b env "${FAB_ENV[@]}" "${FAB_OWN_ENV[@]}" timeout -k 5 "$secs" \
 		"$prog" client "$IP_A" "$port" ${cargs[@]+"${cargs[@]}"} >"$TMPD/cli" 2>&1 || crc=$?
 	wait "$spid" || src=$?
