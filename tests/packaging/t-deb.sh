@@ -154,6 +154,27 @@ done
 	fail "efid.socket was not enabled in the root: $(find "$ROOT/etc/systemd" 2>&1)"
 [ -L "$ROOT/etc/systemd/system/multi-user.target.wants/efid.service" ] ||
 	fail "efid.service was not enabled in the root"
+# libefi-dev is enough to build a program: pkg-config finds libefi (in the
+# root, through the sysroot variables), the headers compile as C, it links.
+cat >"$TMPD/devtest.c" <<'CEOF'
+#include <efi/efi.h>
+#include <efi/efi_cm.h>
+#include <stddef.h>
+int main(void)
+{
+	int n = 0;
+	struct efi_device **l = efi_get_device_list(&n);
+	if (l)
+		efi_free_device_list(l);
+	return 0;
+}
+CEOF
+pc=$(PKG_CONFIG_SYSROOT_DIR=$ROOT PKG_CONFIG_LIBDIR=$ROOT/usr/lib/$MA/pkgconfig \
+	pkg-config --cflags --libs libefi) || fail "pkg-config does not find the packaged libefi"
+# shellcheck disable=SC2086 # pkg-config's words
+gcc -Wall -Werror -o "$TMPD/devtest" "$TMPD/devtest.c" $pc >"$TMPD/devtest.out" 2>&1 ||
+	fail "a program does not build against libefi-dev ($pc): $(cat "$TMPD/devtest.out")"
+
 EFID=$ROOT/usr/sbin/efid
 EFICTL=$ROOT/usr/bin/efictl
 export LD_LIBRARY_PATH=$ROOT/usr/lib/$MA
