@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <linux/ip.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <netlink/netlink.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
+#include <netlink/route/link/inet.h>
 #include <netlink/route/link/macvlan.h>
 #include <netlink/route/link/veth.h>
 
@@ -37,8 +39,18 @@ static int link_change(struct kernel *k, struct nl_sock *sk, struct rtnl_link *o
 
 	if (!changes)
 		return -ENOMEM;
-	if (alias)
+	if (alias) {
 		rtnl_link_set_ifalias(changes, alias);
+		/* Several interfaces of one instance may share an L2 segment
+		 * (and a subnet): with Linux's defaults every one of them
+		 * answers ARP for the addresses of all, so peers resolve
+		 * efi0's address to efi1's MAC and the wire sockets bound to
+		 * efi0 never see their traffic.  Each answers only for its own
+		 * addresses (arp_ignore=1) and asks from the address of the
+		 * interface it sends on (arp_announce=2), as RDMA NICs do. */
+		rtnl_link_inet_set_conf(changes, IPV4_DEVCONF_ARP_IGNORE, 1);
+		rtnl_link_inet_set_conf(changes, IPV4_DEVCONF_ARP_ANNOUNCE, 2);
+	}
 	if (up)
 		rtnl_link_set_flags(changes, IFF_UP);
 	rc = kernel_result(k, rtnl_link_change(sk, orig, changes, 0));

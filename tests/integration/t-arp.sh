@@ -1,0 +1,54 @@
+#!/bin/bash
+# Two interfaces of one instance on one L2 segment (issue 22): each answers
+# ARP only for its own addresses (efid sets arp_ignore=1 and
+# arp_announce=2 on the interfaces it makes), so a peer resolves efi0's
+# address to efi0's MAC and efi1's to efi1's, every time; re-created
+# (repaired) interfaces get the same settings.
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+. "$(dirname "$0")/lib.sh"
+lib_init ar
+
+command -v ping >/dev/null || skip "ping (iputils-ping) is not installed"
+
+A=${PFX}a
+B=${PFX}b
+BR=${PFX}br
+mk_netns "$A"
+mk_netns "$B"
+mk_bridge "$BR"
+efid_start main Interfaces.Repair=yes
+assert_exit 0 ctl attach "$A" --name efi0 --address 10.93.0.1/24 --uplink "$BR"
+assert_exit 0 ctl attach "$A" --name efi1 --address 10.93.0.2/24 --uplink "$BR"
+assert_exit 0 ctl attach "$B" --name efi0 --address 10.93.0.9/24 --uplink "$BR"
+settle "$A"
+settle "$B"
+
+sysctl_of() { ip netns exec "$1" sysctl -n "net.ipv4.conf.$2.$3"; }
+for dev in efi0 efi1; do
+	assert_eq 1 "$(sysctl_of "$A" "$dev" arp_ignore)" "arp_ignore of $A/$dev"
+	assert_eq 2 "$(sysctl_of "$A" "$dev" arp_announce)" "arp_announce of $A/$dev"
+done
+
+mac_of() { ip -n "$A" -j link show "$1" | jq -r '.[0].address'; }
+M0=$(mac_of efi0)
+M1=$(mac_of efi1)
+# resolved IP: the MAC the peer's neighbour table holds for IP after a ping
+resolved() {
+	ip -n "$B" neigh flush dev efi0 >/dev/null 2>&1
+	ip netns exec "$B" ping -c 1 -W 2 "$1" >/dev/null 2>&1 || fail "ping $1 from $B failed"
+	ip -n "$B" -j neigh show "$1" dev efi0 | jq -r '.[0].lladdr'
+}
+log "efi0 $M0, efi1 $M1: five resolutions each from $B"
+for _ in 1 2 3 4 5; do
+	assert_eq "$M0" "$(resolved 10.93.0.1)" "MAC $B resolves for $A/efi0's address"
+	assert_eq "$M1" "$(resolved 10.93.0.2)" "MAC $B resolves for $A/efi1's address"
+done
+
+log "a re-created interface gets the settings too"
+ip -n "$A" link del efi1
+wait_for 5000 "efi1 re-created" ip -n "$A" link show efi1
+wait_for 2000 "arp_ignore on the new efi1" test "$(sysctl_of "$A" efi1 arp_ignore)" = 1
+assert_eq 2 "$(sysctl_of "$A" efi1 arp_announce)" "arp_announce of the re-created efi1"
+assert_exit 0 ctl detach "$A" --all
+assert_exit 0 ctl detach "$B" --all
+efid_stop main
