@@ -4,7 +4,8 @@
 # promtool (check metrics: the format and Prometheus' naming conventions)
 # and python3-prometheus-client's text parser, and what they read is
 # checked: every family is efi_*, counters end in _total, B's context sent
-# packets and bytes, a path to A is up with an RTT, and a second scrape a
+# packets and bytes, a path to A is up with an RTT, retransmissions and drops
+# are counted (libefi's fault injector drops 1%), and a second scrape a
 # second later has every counter at least where it was and B's bytes grown.
 # The --json and human forms and the usage errors are checked as well.
 # Costs about 15 s.
@@ -83,12 +84,15 @@ sample() {
 	printf '%s\n' "$v"
 }
 
-# traffic: efi-perf write_bw from B to A for 8 s
-in_a timeout -k 5 60 "$EFI_PERF" write_bw >"$TMPD/server.out" 2>&1 &
+# traffic: efi-perf write_bw from B to A for 8 s, with 1% of the datagrams
+# dropped by libefi's fault injector on both sides, so that drops and
+# retransmissions have something to count
+FAULT=EFI_FAULT=loss=0.01,seed=19
+in_a env "$FAULT" timeout -k 5 60 "$EFI_PERF" write_bw >"$TMPD/server.out" 2>&1 &
 SPID=$!
 TRACK_BGPIDS+=("$SPID")
 sleep 0.5
-in_b timeout -k 5 60 "$EFI_PERF" write_bw -s 65536 -D 8 "$IP_A" >"$TMPD/client.out" 2>&1 &
+in_b env "$FAULT" timeout -k 5 60 "$EFI_PERF" write_bw -s 65536 -D 8 "$IP_A" >"$TMPD/client.out" 2>&1 &
 CPID=$!
 TRACK_BGPIDS+=("$CPID")
 
@@ -118,6 +122,17 @@ srtt=$(grep -E '^efi_path_rtt_smoothed_seconds\{.*efi_instance="'"$B"'"' "$TMPD/
 	awk '$NF > 0 && $NF < 1' | wc -l)
 [ "$srtt" -ge 1 ] || fail "no path of $B has a smoothed RTT in (0, 1) s"
 sample 2 '^efi_interface_contexts\{efi_instance="'"$B"'",interface="efi0"\}' >/dev/null
+# the injected loss shows: B retransmitted, on some path to A, and datagrams
+# were dropped (the injector's drops are counted as drops)
+positive() { awk -v v="$1" 'BEGIN { exit !(v > 0) }'; }
+r=$(sample 2 '^efi_context_retransmissions_total\{efi_instance="'"$B"'",')
+positive "$r" || fail "no retransmissions of $B under 1% loss: $r"
+r=$(grep -E '^efi_path_retransmissions_total\{.*efi_instance="'"$B"'"' "$TMPD/scrape2.samples" |
+	awk '{ s += $NF } END { print s + 0 }')
+positive "$r" || fail "no path of $B counts a retransmission under 1% loss"
+r=$(grep -E '^efi_context_drops_total\{' "$TMPD/scrape2.samples" | awk '{ s += $NF } END { print s + 0 }')
+positive "$r" || fail "no drops counted under 1% injected loss"
+log "under 1% loss: $B retransmitted $(sample 2 '^efi_context_retransmissions_total\{efi_instance="'"$B"'",'), $r datagrams dropped"
 
 # counters never go back between the two scrapes (series present in both)
 if ! awk 'NR == FNR { if ($1 ~ /_total\{/) first[$1] = $2; next }
