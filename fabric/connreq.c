@@ -19,8 +19,10 @@
  * its requests the application has not released, so fi_reject checks its
  * handle against the list before touching it (a handle accepted or
  * rejected already is -FI_EINVAL, not a use after free), and closing the
- * passive endpoint frees those the application dropped (fi_freeinfo
- * only, or an FI_CONNREQ never read).
+ * passive endpoint refuses those nobody holds: it frees the ones whose
+ * FI_CONNREQ was never read, and keeps the ones the application may still
+ * name (fi_endpoint on them fails, fi_close frees them) as the fabric's
+ * orphans until the fabric closes.
  *
  * The fabric's cr_lock guards every field below; no efi_cm call is made
  * under it (they talk to efid): a caller takes the request out under the
@@ -68,19 +70,25 @@ static struct fi_ops connreq_fi_ops = {
 	.ops_set = efi_fi_no_ops_set,
 };
 
-/* Takes cr off its passive endpoint's list; cr_lock held. */
+/* Takes cr off its list; cr_lock held. */
 void efi_fi_connreq_unlink(struct efi_fi_connreq *cr)
 {
-	if (!cr->pep)
-		return;
-	for (struct efi_fi_connreq **pp = &cr->pep->connreqs; *pp; pp = &(*pp)->next) {
+	for (struct efi_fi_connreq **pp = cr->list; pp && *pp; pp = &(*pp)->next) {
 		if (*pp == cr) {
 			*pp = cr->next;
 			break;
 		}
 	}
+	cr->list = NULL;
 	cr->pep = NULL;
 	cr->next = NULL;
+}
+
+void efi_fi_connreq_handed_out(struct efi_fi_connreq *cr)
+{
+	pthread_mutex_lock(&cr->fab->cr_lock);
+	cr->handed_out = true;
+	pthread_mutex_unlock(&cr->fab->cr_lock);
 }
 
 struct efi_fi_connreq *efi_fi_connreq_new(struct efi_fi_pep *pep, struct efi_cm_id *request)
@@ -95,6 +103,7 @@ struct efi_fi_connreq *efi_fi_connreq_new(struct efi_fi_pep *pep, struct efi_cm_
 	cr->request = request;
 	pthread_mutex_lock(&pep->fab->cr_lock);
 	cr->pep = pep;
+	cr->list = &pep->connreqs;
 	cr->next = pep->connreqs;
 	pep->connreqs = cr;
 	pthread_mutex_unlock(&pep->fab->cr_lock);
@@ -221,27 +230,62 @@ int efi_fi_connreq_reject(struct efi_fi_pep *pep, fid_t handle, const void *para
 
 void efi_fi_connreq_pep_close(struct efi_fi_pep *pep)
 {
+	struct efi_fi_fabric *fab = pep->fab;
 	struct efi_fi_connreq *drop = NULL;
+	struct efi_cm_id **refuse;
+	size_t n = 0, nrefuse = 0;
 
-	pthread_mutex_lock(&pep->fab->cr_lock);
+	pthread_mutex_lock(&fab->cr_lock);
+	for (struct efi_fi_connreq *cr = pep->connreqs; cr; cr = cr->next)
+		n++;
+	/* the requests to refuse once the lock is let go */
+	refuse = calloc(n ? n : 1, sizeof(*refuse));
 	while (pep->connreqs) {
 		struct efi_fi_connreq *cr = pep->connreqs;
 
 		pep->connreqs = cr->next;
 		cr->pep = NULL;
+		cr->list = NULL;
 		cr->next = NULL;
-		if (!cr->ep) {
-			/* the application dropped it (fi_freeinfo only) */
+		if (cr->ep)
+			continue;	/* its endpoint's close frees it */
+		if (!cr->handed_out) {
+			/* never read (its entry went with the EQ's purge) */
 			cr->next = drop;
 			drop = cr;
+			continue;
 		}
+		/* the application may still name it (fi_endpoint fails on it,
+		 * fi_close frees it): refused now, freed with the fabric at
+		 * the latest */
+		if (cr->request && refuse)
+			refuse[nrefuse++] = cr->request;
+		else
+			efi_cm_destroy_id(cr->request);	/* ENOMEM: under the lock */
+		cr->request = NULL;
+		cr->list = &fab->orphans;
+		cr->next = fab->orphans;
+		fab->orphans = cr;
 	}
-	pthread_mutex_unlock(&pep->fab->cr_lock);
+	pthread_mutex_unlock(&fab->cr_lock);
 	while (drop) {
 		struct efi_fi_connreq *cr = drop;
 
 		drop = cr->next;
 		efi_cm_destroy_id(cr->request);
+		free(cr);
+	}
+	for (size_t i = 0; i < nrefuse; i++)
+		efi_cm_destroy_id(refuse[i]);
+	free(refuse);
+}
+
+void efi_fi_connreq_fabric_close(struct efi_fi_fabric *fab)
+{
+	while (fab->orphans) {
+		struct efi_fi_connreq *cr = fab->orphans;
+
+		fab->orphans = cr->next;
 		free(cr);
 	}
 }

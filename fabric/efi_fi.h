@@ -82,6 +82,7 @@ struct efi_fi_fabric {
 	struct fid_fabric fabric;
 	pthread_mutex_t lock;
 	pthread_mutex_t cr_lock;	/* connection requests (connreq.c) */
+	struct efi_fi_connreq *orphans;	/* handed out, their listener closed */
 	struct efi_fi_devctx *devs;
 	int refs;			/* domains, EQs, PEPs open on it */
 };
@@ -217,11 +218,13 @@ int efi_fi_cq_trywait(struct efi_fi_cq *cq);
 struct efi_fi_connreq {
 	struct fid fid;			/* FI_CLASS_CONNREQ */
 	struct efi_fi_fabric *fab;
-	struct efi_fi_connreq *next;	/* on pep->connreqs */
+	struct efi_fi_connreq *next;	/* on *list */
+	struct efi_fi_connreq **list;	/* &pep->connreqs, &fab->orphans or NULL */
 	struct efi_fi_pep *pep;		/* NULL once released or the pep closed */
 	struct efi_fi_ep *ep;		/* the endpoint opened on it, until it closes */
 	struct efi_cm_id *request;	/* until accepted, rejected or destroyed */
 	bool released;			/* fi_reject, fi_close(handle) or fi_accept done */
+	bool handed_out;		/* its FI_CONNREQ was read */
 };
 
 struct efi_fi_pep {
@@ -281,8 +284,12 @@ void efi_fi_connreq_ep_close(struct efi_fi_ep *ep);
 int efi_fi_connreq_reject(struct efi_fi_pep *pep, fid_t handle, const void *param, size_t len);
 /* The passive endpoint's close: its requests nobody holds are rejected. */
 void efi_fi_connreq_pep_close(struct efi_fi_pep *pep);
-/* Takes cr off its passive endpoint's list; fab->cr_lock held. */
+/* Takes cr off its list; fab->cr_lock held. */
 void efi_fi_connreq_unlink(struct efi_fi_connreq *cr);
+/* Its FI_CONNREQ was read: the application may name it from now on. */
+void efi_fi_connreq_handed_out(struct efi_fi_connreq *cr);
+/* The fabric's close: frees the requests orphaned by their listener. */
+void efi_fi_connreq_fabric_close(struct efi_fi_fabric *fab);
 extern struct fi_ops_cm efi_fi_ep_cm_ops;
 extern struct fi_ops_msg efi_fi_msg_ops;
 extern struct fi_ops_rma efi_fi_rma_ops;

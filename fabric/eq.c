@@ -358,6 +358,9 @@ static ssize_t eq_read(struct fid_eq *feq, uint32_t *event, void *buf, size_t le
 		memcpy(buf, e->data, e->len);
 		ret = (ssize_t)e->len;
 		if (!(flags & FI_PEEK)) {
+			/* the application has its handle from now on */
+			if (e->info)
+				efi_fi_connreq_handed_out((struct efi_fi_connreq *)e->info->handle);
 			eq->head = e->next;
 			if (!eq->head)
 				eq->tail = NULL;

@@ -185,6 +185,7 @@ static int fabric_close(struct fid *fid)
 
 	if (fab->refs)
 		return -FI_EBUSY;
+	efi_fi_connreq_fabric_close(fab);
 	pthread_mutex_destroy(&fab->cr_lock);
 	pthread_mutex_destroy(&fab->lock);
 	free(fab);

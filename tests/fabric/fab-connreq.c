@@ -15,7 +15,8 @@
  * sees (connected, refused, timed out).  In the "late" cases the client
  * gives up first (FI_EFI_CONNECT_TIMEOUT) and says so with the file
  * SYNCDIR/gaveup, after which the server's fi_accept must fail cleanly.
- * Case S is a server slow to accept (7 s between FI_CONNREQ and fi_accept,
+ * Cases L, N and M end with the passive endpoint's close.  Case S is a
+ * server slow to accept (7 s between FI_CONNREQ and fi_accept,
  * longer than the provider's old fixed connect timeout): the client must
  * connect.  CASES (letters, both sides alike) picks cases; default A..M.
  * Exit status 0 when every case went as it should.
@@ -66,10 +67,11 @@ static const struct {
 	{ 'J', CONNECTED, "fi_endpoint, fi_accept, fi_close(handle), close ep, fi_freeinfo" },
 	{ 'K', CONNECTED, "fi_endpoint, fi_freeinfo, fi_accept, close ep" },
 	{ 'L', LATER, "fi_freeinfo only: closing the passive endpoint refuses it" },
+	{ 'N', LATER, "the passive endpoint closed first: fi_endpoint fails, fi_close(handle)" },
 	{ 'M', LATER, "never read from the EQ: closing the passive endpoint refuses it" },
 	{ 'S', CONNECTED, "a slow server: 7 s from FI_CONNREQ to fi_accept" },
 };
-#define DEFAULT_CASES "ABCDEFGHIJKLM"
+#define DEFAULT_CASES "ABCDEFGHIJKLNM"
 #define SLOW_ACCEPT_S 7
 
 /* The cases asked for (argv), as indexes into cases[]; the count. */
@@ -191,6 +193,7 @@ static void expect_connected(struct side *s, struct fid_ep *ep)
 static int server(struct side *s)
 {
 	struct cm_event entry;
+	struct fi_info *late = NULL;
 	char gaveup[4096];
 	uint32_t event;
 	ssize_t n;
@@ -314,6 +317,9 @@ static int server(struct side *s)
 		case 'L':
 			fi_freeinfo(info);
 			break;
+		case 'N':
+			late = info;	/* after the passive endpoint's close */
+			break;
 		case 'M':
 			break;	/* still queued: closing the PEP drops it */
 		case 'S':
@@ -328,6 +334,19 @@ static int server(struct side *s)
 	}
 	MUST(fi_close(&s->pep->fid));
 	s->pep = NULL;
+	if (late) {
+		struct fid_ep *ep;
+		int ret = fi_endpoint(s->domain, late, &ep, NULL);
+
+		printf("case N: fi_endpoint after the listener's close: %d (%s)\n", ret,
+		       fi_strerror(-ret));
+		if (!ret) {
+			printf("FAIL: fi_endpoint on a request its closed listener refused\n");
+			return 1;
+		}
+		MUST(fi_close(late->handle));
+		fi_freeinfo(late);
+	}
 	printf("server: ok\n");
 	return 0;
 }
@@ -336,7 +355,7 @@ static int server(struct side *s)
 
 static int client(struct side *s)
 {
-	struct fid_ep *later[2] = { NULL, NULL };
+	struct fid_ep *later[4] = { NULL };
 	int nlater = 0;
 	char gaveup[4096];
 
@@ -397,7 +416,7 @@ static int client(struct side *s)
 		printf("case %c: as expected\n", id);
 		MUST(fi_close(&ep->fid));
 	}
-	/* L and M: refused when the server closes its passive endpoint */
+	/* L, N and M: refused when the server closes its passive endpoint */
 	for (int i = 0; i < nlater; i++) {
 		struct cm_event entry;
 		struct fi_eq_err_entry err;
@@ -413,7 +432,7 @@ static int client(struct side *s)
 	for (int i = 0; i < nlater; i++)
 		MUST(fi_close(&later[i]->fid));
 	if (nlater)
-		printf("cases L, M: refused at the server's close\n");
+		printf("cases L, N, M: refused at the server's close\n");
 	printf("client: ok\n");
 	return 0;
 }
