@@ -18,9 +18,9 @@
 . "$(dirname "$0")/../integration/lib.sh"
 : "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 lib_init pk
-for t in dpkg-buildpackage dh lintian dpkg-deb; do
+for t in dpkg-buildpackage dh lintian dpkg-deb fi_info ibv_devices gcc; do
 	command -v "$t" >/dev/null 2>&1 ||
-		fail "$t is missing: scripts/install-deps.sh --test installs it (dpkg-dev debhelper lintian)"
+		fail "$t is missing: scripts/install-deps.sh --test installs it (dpkg-dev debhelper lintian libfabric-bin ibverbs-utils)"
 done
 [ -f "$top_srcdir/debian/control" ] || fail "no debian/ in $top_srcdir"
 
@@ -217,6 +217,18 @@ ip netns exec "$B" env EFI_SOCKET="$SOCK" timeout -k 5 60 "$ROOT/usr/bin/efi-per
 sed 's/^/    efi-perf: /' "$TMPD/perf-client.out"
 [ "$rc" = 0 ] || fail "packaged efi-perf client failed ($rc): $(cat "$TMPD/perf-server.out")"
 wait "$SPID" || fail "packaged efi-perf server failed: $(cat "$TMPD/perf-server.out")"
+
+# the packaged libfabric provider, loaded by the system's libfabric from the
+# root's provider directory (the package puts it in libfabric's default one)
+out=$(ip netns exec "$A" env EFI_SOCKET="$SOCK" FI_PROVIDER_PATH="$ROOT/usr/lib/$MA/libfabric" \
+	timeout -k 5 30 fi_info -p efi -t FI_EP_MSG 2>&1) || fail "fi_info -p efi with the packaged provider failed: $out"
+assert_match '^provider: efi$' "$out" "fi_info lists the packaged efi provider"
+# the packaged efi-run and libefi-verbs under an unmodified verbs program
+# (efi-run finds the efi/ibverbs directory beside the library it is given)
+out=$(ip netns exec "$A" env EFI_SOCKET="$SOCK" EFI_VERBS_LIB="$ROOT/usr/lib/$MA/libefi-verbs.so" \
+	timeout -k 5 30 "$ROOT/usr/bin/efi-run" ibv_devices 2>&1) ||
+	fail "efi-run ibv_devices with the packaged libefi-verbs failed: $out"
+assert_match 'efi0' "$out" "ibv_devices under the packaged efi-run lists efi0"
 
 assert_exit 0 ctl detach "$A" efi0
 assert_exit 0 ctl detach "$B" efi0
