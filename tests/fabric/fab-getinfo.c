@@ -13,7 +13,8 @@
  *     whenever a write with data would consume a receive;
  * and some hints must be answered: capability-only hints, FI_MSG without
  * any mode or VIRT_ADDR/PROV_KEY (remote CQ data included), FI_RMA with
- * FI_RX_CQ_DATA.
+ * FI_RX_CQ_DATA; and what efi declines (FI_MR_SCALABLE, counters,
+ * FI_RMA_EVENT) must be -FI_ENODATA.
  *
  *   fab-getinfo
  *
@@ -46,6 +47,7 @@ struct want {
 	uint64_t caps, mode;
 	int mr_mode;
 	size_t cq_data_size;
+	size_t cntr_cnt;
 	bool no_domain;		/* hints->domain_attr NULL: caps and mode only */
 };
 
@@ -137,6 +139,7 @@ static int ask(struct want *w, bool with_domain)
 	if (with_domain) {
 		h->domain_attr->mr_mode = w->mr_mode;
 		h->domain_attr->cq_data_size = w->cq_data_size;
+		h->domain_attr->cntr_cnt = w->cntr_cnt;
 	} else {
 		/* capability-only hints: libfabric's defaults for the rest */
 		free(h->domain_attr);
@@ -237,6 +240,12 @@ int main(void)
 	must_refuse("FI_RMA target, cq_data_size 4, no FI_RX_CQ_DATA", &w);
 	w = (struct want){ .caps = FI_MSG, .mode = ~0ULL, .mr_mode = FULL_MR, .cq_data_size = 8 };
 	must_refuse("cq_data_size 8", &w);
+	/* declined: libefi completes work into CQs only */
+	w = (struct want){ .caps = FI_MSG, .mode = ~0ULL, .mr_mode = FULL_MR, .cntr_cnt = 1 };
+	must_refuse("counters (cntr_cnt 1)", &w);
+	w = (struct want){ .caps = FI_MSG | FI_RMA | FI_RMA_EVENT, .mode = ~0ULL,
+			   .mr_mode = FULL_MR | FI_MR_RMA_EVENT };
+	must_refuse("FI_RMA_EVENT", &w);
 
 	if (failures) {
 		printf("%d answers broke their hints\n", failures);
