@@ -176,6 +176,19 @@ static int stats_json(const struct ec_listing *l, const struct istats *s)
 	for (size_t k = 0; k < l->nifaces; k++)
 		stats_json_iface(&j, &s[k]);
 	json_arr_end(&j);
+	json_key(&j, "uplinks");
+	json_arr_begin(&j);
+	for (size_t n = 0; n < l->nuplinks; n++) {
+		json_obj_begin(&j);
+		json_member_str(&j, "name", l->uplinks[n].name);
+		json_member_str(&j, "link", l->uplinks[n].link && *l->uplinks[n].link
+						   ? l->uplinks[n].link
+						   : "unknown");
+		json_member_u64(&j, "lanes", (uint64_t)__builtin_popcount(l->uplinks[n].lanes));
+		json_member_u64(&j, "changes", l->uplinks[n].changes);
+		json_obj_end(&j);
+	}
+	json_arr_end(&j);
 	json_obj_end(&j);
 	return json_finish(&j);
 }
@@ -288,6 +301,29 @@ static int stats_prometheus(const struct ec_listing *l, const struct istats *s)
 	FILE *f = stdout;
 	char name[96];
 
+	/* efid's uplinks ([Transport] Uplinks=): the host's side of path health */
+	if (l->nuplinks) {
+		prom_family(f, "efi_uplink_up", "gauge",
+			    "1 when the uplink's link is up (its lanes' packets leave by it), else 0.");
+		for (size_t n = 0; n < l->nuplinks; n++) {
+			fputs("efi_uplink_up{uplink=", f);
+			prom_value(f, l->uplinks[n].name);
+			prom_u64(f, l->uplinks[n].link && strcmp(l->uplinks[n].link, "up") == 0);
+		}
+		prom_family(f, "efi_uplink_lanes", "gauge", "Lanes pinned to the uplink.");
+		for (size_t n = 0; n < l->nuplinks; n++) {
+			fputs("efi_uplink_lanes{uplink=", f);
+			prom_value(f, l->uplinks[n].name);
+			prom_u64(f, (uint64_t)__builtin_popcount(l->uplinks[n].lanes));
+		}
+		prom_family(f, "efi_uplink_changes_total", "counter",
+			    "Link state changes of the uplink since efid started.");
+		for (size_t n = 0; n < l->nuplinks; n++) {
+			fputs("efi_uplink_changes_total{uplink=", f);
+			prom_value(f, l->uplinks[n].name);
+			prom_u64(f, l->uplinks[n].changes);
+		}
+	}
 	prom_family(f, "efi_interface_info", "gauge",
 		    "An EFI interface efid has on record (always 1), with its kind, state, link and host device.");
 	for (size_t k = 0; k < l->nifaces; k++) {
@@ -456,6 +492,12 @@ static void print_counters(const char *label, const uint64_t *c, int indent)
 
 static void stats_print(const struct ec_listing *l, const struct istats *s)
 {
+	for (size_t n = 0; n < l->nuplinks; n++)
+		printf("uplink %s: %s, %d lane%s, %u change%s\n%s", l->uplinks[n].name,
+		       l->uplinks[n].link && *l->uplinks[n].link ? l->uplinks[n].link : "unknown",
+		       __builtin_popcount(l->uplinks[n].lanes),
+		       __builtin_popcount(l->uplinks[n].lanes) == 1 ? "" : "s", l->uplinks[n].changes,
+		       l->uplinks[n].changes == 1 ? "" : "s", n + 1 == l->nuplinks ? "\n" : "");
 	if (l->nifaces == 0) {
 		printf("no interfaces attached\n");
 		return;

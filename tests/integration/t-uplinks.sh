@@ -90,6 +90,10 @@ log "status shows the uplinks"
 assert_eq "up [0,2]" "$(uplink_field up0 '"\(.link) \(.lanes | tojson)"')" "up0 in status"
 assert_eq "up [1,3]" "$(uplink_field up1 '"\(.link) \(.lanes | tojson)"')" "up1 in status"
 assert_match "up0 +up +lanes 0,2" "$(timeout 10 nsenter --net="/run/netns/$H" "$EFICTL" --socket "$SOCK" status)"
+# and in the metrics (docs/metrics.md)
+stats_prom() { timeout 10 nsenter --net="/run/netns/$H" "$EFICTL" --socket "$SOCK" stats --prometheus; }
+assert_match '^efi_uplink_up\{uplink="up0"\} 1$' "$(stats_prom)" "up0 up in stats --prometheus"
+assert_match '^efi_uplink_lanes\{uplink="up1"\} 2$' "$(stats_prom)" "up1's lanes in stats --prometheus"
 
 log "up0 loses carrier"
 ip -n "$F" link set f0 down
@@ -97,6 +101,8 @@ wait_for 2000 "up0 down in status" eval '[ "$(uplink_field up0 .link)" = down ]'
 log "seen after ${WAITED_MS} ms"
 assert_eq up1 "$(dev_for_sport 20001)" "lane 0 falls through to main's ECMP"
 assert_eq 1 "$(uplink_field up0 .changes)" "one change"
+assert_match '^efi_uplink_up\{uplink="up0"\} 0$' "$(stats_prom)" "up0 down in stats --prometheus"
+assert_match '^efi_uplink_changes_total\{uplink="up0"\} 1$' "$(stats_prom)" "up0's change counted"
 ip -n "$F" link set f0 up
 wait_for 2000 "up0 up again" eval '[ "$(uplink_field up0 .link)" = up ]'
 wait_for 2000 "lane 0 back on up0" eval '[ "$(dev_for_sport 20001)" = up0 ]'
