@@ -179,11 +179,17 @@ void efi_fi_connreq_ep_close(struct efi_fi_ep *ep)
 	req = cr->request;
 	cr->request = NULL;
 	cr->ep = NULL;
-	/* kept for the application's fi_reject/fi_close while its passive
-	 * endpoint lives; freed now when nobody can name it any more */
-	free_it = cr->released || !cr->pep;
-	if (free_it)
+	/* freed once the application released it; else kept for its
+	 * fi_reject/fi_close, on its listener's list or, that closed, as an
+	 * orphan of the fabric */
+	free_it = cr->released;
+	if (free_it) {
 		efi_fi_connreq_unlink(cr);
+	} else if (!cr->list) {
+		cr->list = &cr->fab->orphans;
+		cr->next = cr->fab->orphans;
+		cr->fab->orphans = cr;
+	}
 	pthread_mutex_unlock(&cr->fab->cr_lock);
 	ep->connreq = NULL;
 	efi_cm_destroy_id(req);	/* never accepted: rejected */

@@ -15,7 +15,7 @@
  * sees (connected, refused, timed out).  In the "late" cases the client
  * gives up first (FI_EFI_CONNECT_TIMEOUT) and says so with the file
  * SYNCDIR/gaveup, after which the server's fi_accept must fail cleanly.
- * Cases L, N and M end with the passive endpoint's close.  Case S is a
+ * Cases L, N, O and M end with the passive endpoint's close.  Case S is a
  * server slow to accept (7 s between FI_CONNREQ and fi_accept,
  * longer than the provider's old fixed connect timeout): the client must
  * connect.  CASES (letters, both sides alike) picks cases; default A..M.
@@ -68,10 +68,11 @@ static const struct {
 	{ 'K', CONNECTED, "fi_endpoint, fi_freeinfo, fi_accept, close ep" },
 	{ 'L', LATER, "fi_freeinfo only: closing the passive endpoint refuses it" },
 	{ 'N', LATER, "the passive endpoint closed first: fi_endpoint fails, fi_close(handle)" },
+	{ 'O', LATER, "fi_endpoint, the passive endpoint closed, close ep, fi_close(handle)" },
 	{ 'M', LATER, "never read from the EQ: closing the passive endpoint refuses it" },
 	{ 'S', CONNECTED, "a slow server: 7 s from FI_CONNREQ to fi_accept" },
 };
-#define DEFAULT_CASES "ABCDEFGHIJKLNM"
+#define DEFAULT_CASES "ABCDEFGHIJKLNOM"
 #define SLOW_ACCEPT_S 7
 
 /* The cases asked for (argv), as indexes into cases[]; the count. */
@@ -193,7 +194,8 @@ static void expect_connected(struct side *s, struct fid_ep *ep)
 static int server(struct side *s)
 {
 	struct cm_event entry;
-	struct fi_info *late = NULL;
+	struct fi_info *late = NULL, *held = NULL;
+	struct fid_ep *held_ep = NULL;
 	char gaveup[4096];
 	uint32_t event;
 	ssize_t n;
@@ -320,6 +322,10 @@ static int server(struct side *s)
 		case 'N':
 			late = info;	/* after the passive endpoint's close */
 			break;
+		case 'O':
+			held = info;
+			held_ep = open_ep(s, info);
+			break;
 		case 'M':
 			break;	/* still queued: closing the PEP drops it */
 		case 'S':
@@ -347,6 +353,12 @@ static int server(struct side *s)
 		MUST(fi_close(late->handle));
 		fi_freeinfo(late);
 	}
+	if (held) {
+		MUST(fi_close(&held_ep->fid));
+		MUST(fi_close(held->handle));
+		fi_freeinfo(held);
+		printf("case O: the endpoint and the handle closed after the listener\n");
+	}
 	printf("server: ok\n");
 	return 0;
 }
@@ -355,7 +367,7 @@ static int server(struct side *s)
 
 static int client(struct side *s)
 {
-	struct fid_ep *later[4] = { NULL };
+	struct fid_ep *later[8] = { NULL };
 	int nlater = 0;
 	char gaveup[4096];
 
@@ -416,7 +428,7 @@ static int client(struct side *s)
 		printf("case %c: as expected\n", id);
 		MUST(fi_close(&ep->fid));
 	}
-	/* L, N and M: refused when the server closes its passive endpoint */
+	/* L, N, O and M: refused when the server closes its passive endpoint */
 	for (int i = 0; i < nlater; i++) {
 		struct cm_event entry;
 		struct fi_eq_err_entry err;
@@ -432,7 +444,7 @@ static int client(struct side *s)
 	for (int i = 0; i < nlater; i++)
 		MUST(fi_close(&later[i]->fid));
 	if (nlater)
-		printf("cases L, N, M: refused at the server's close\n");
+		printf("cases L, N, O, M: refused at the server's close\n");
 	printf("client: ok\n");
 	return 0;
 }

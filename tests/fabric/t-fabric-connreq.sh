@@ -14,7 +14,7 @@ dp_one_host
 mkdir -p "$TMPD/sync"
 chmod 777 "$TMPD/sync"
 
-log "14 ways to end a connection request: server in A, client in B"
+log "15 ways to end a connection request: server in A, client in B"
 fab_pair "$FAB_CONNREQ" 47596 "$TMPD/sync" -- "$TMPD/sync"
 fmatch '^case F: as expected$' "$(cat "$TMPD/cli")" "the client that gave up"
 fmatch 'fi_accept of a request the client gave up: -[0-9]+' "$(cat "$TMPD/srv")" \
