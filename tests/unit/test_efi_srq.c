@@ -408,7 +408,8 @@ END_TEST
 
 /* An empty SRQ answers with RNR NAKs: with rnr_retry 7 the Send waits until
  * a receive is posted to the SRQ, with rnr_retry 0 it fails with
- * RNR_RETRY_EXC_ERR.  A QP in ERR flushes the WQE it took, not the SRQ's. */
+ * RNR_RETRY_EXC_ERR.  A QP in ERR leaves the SRQ's WQEs to the others; a
+ * Write with immediate takes one as a Send does. */
 START_TEST(test_srq_rnr)
 {
 	struct efi_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
@@ -469,6 +470,15 @@ START_TEST(test_srq_rnr)
 	expect(t.cq[0], EFI_WC_SUCCESS, 3, NULL);
 	expect(t.cq[1], EFI_WC_SUCCESS, 8, &wc);
 	ck_assert_uint_eq(wc.byte_len, 100);
+	/* a Write with immediate takes its receive from the SRQ too */
+	ck_assert_int_eq(post_srq1(srq, 9, dst, 1, md), 0);
+	memset(dst, 0, sizeof(dst));
+	ck_assert_int_eq(post_send1(a, EFI_WR_RDMA_WRITE_WITH_IMM, 4, src, 6000, ms, (uintptr_t)dst, md->rkey), 0);
+	expect(t.cq[0], EFI_WC_SUCCESS, 4, NULL);
+	expect(t.cq[1], EFI_WC_SUCCESS, 9, &wc);
+	ck_assert_int_eq(wc.opcode, EFI_WC_RECV_RDMA_WITH_IMM);
+	ck_assert_uint_eq(wc.byte_len, 6000);
+	ck_assert(memcmp(src, dst, 6000) == 0);
 
 	ck_assert_int_eq(efi_destroy_qp(a), 0);
 	ck_assert_int_eq(efi_destroy_qp(b), 0);
