@@ -108,6 +108,24 @@ void efiv_async_qp_fatal(struct efiv_qp *qp)
 	pthread_mutex_unlock(&c->async.lock);
 	if (first)
 		post(c, &r);
+	/* in ERR now: it takes nothing more from its SRQ */
+	efiv_async_last_wqe(qp);
+}
+
+void efiv_async_last_wqe(struct efiv_qp *qp)
+{
+	struct efiv_context *c = efiv_ctx(qp->ibqp.context);
+	struct async_record r = { .type = IBV_EVENT_QP_LAST_WQE_REACHED, .qp_num = qp->ibqp.qp_num };
+	int first;
+
+	if (!qp->ibqp.srq)
+		return;
+	pthread_mutex_lock(&c->async.lock);
+	first = !qp->last_wqe_sent;
+	qp->last_wqe_sent = 1;
+	pthread_mutex_unlock(&c->async.lock);
+	if (first)
+		post(c, &r);
 }
 
 /* Runs inside libefi's transport with its lock held: no libefi call, only

@@ -263,8 +263,13 @@ EFIV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int a
 	note_enodev(qp->context, err);
 	if (err)
 		return err;
-	if (attr_mask & IBV_QP_STATE)
+	if (attr_mask & IBV_QP_STATE) {
 		qp->state = attr->qp_state;
+		/* once per QP, as IBV_EVENT_QP_FATAL: a QP reused after
+		 * RESET does not report it again */
+		if (attr->qp_state == IBV_QPS_ERR)
+			efiv_async_last_wqe(efiv_qp(qp));
+	}
 	return 0;
 }
 

@@ -126,6 +126,7 @@ struct efiv_qp {
 	struct efiv_link link;
 	struct efiv_qp *next;			/* in efiv_async.qps */
 	int fatal_sent;				/* one IBV_EVENT_QP_FATAL per QP */
+	int last_wqe_sent;			/* one IBV_EVENT_QP_LAST_WQE_REACHED */
 	uint32_t async_events;			/* handed to the program; destroy
 						 * waits until it acked them all */
 };
@@ -184,6 +185,10 @@ void efiv_async_del_qp(struct efiv_context *c, struct efiv_qp *qp, int wait_for_
 void efiv_async_port_error(struct efiv_context *c);
 /* The QP left the connection by an error (not a flush): IBV_EVENT_QP_FATAL once. */
 void efiv_async_qp_fatal(struct efiv_qp *qp);
+/* A QP of an SRQ went to the error state: it takes no more receives from
+ * the SRQ, IBV_EVENT_QP_LAST_WQE_REACHED once (what programs wait for
+ * before destroying it).  No-op for a QP without an SRQ. */
+void efiv_async_last_wqe(struct efiv_qp *qp);
 
 /* The SRQ's limit was reached: IBV_EVENT_SRQ_LIMIT_REACHED (called from
  * libefi's transport, with its lock held: only writes to the pipe). */

@@ -14,7 +14,7 @@
  *    ibv_alloc_td … → EOPNOTSUPP);
  *  - send-only QPs, create flags 0, shared receive queues (issue 16): two
  *    QPs on one SRQ, ibv_post_srq_recv through the header, the limit event
- *    through ibv_get_async_event;
+ *    and the last-WQE event through ibv_get_async_event;
  *  - the header's inline data path over two RC QPs of one context, looped
  *    through the instance's own GID: Send, Write, Read, atomics, the
  *    ibv_wr_* API, completion events;
@@ -455,6 +455,19 @@ int main(int argc, char **argv)
 		}
 		check(limit, "ibv_get_async_event: IBV_EVENT_SRQ_LIMIT_REACHED for the SRQ");
 		check(ibv_query_srq(srq, &sq) == 0 && sq.srq_limit == 0, "the event disarmed the SRQ");
+		{
+			struct ibv_qp_attr ea = { .qp_state = IBV_QPS_ERR };
+			int last = 0;
+
+			check(ibv_modify_qp(r1, &ea, IBV_QP_STATE) == 0, "a QP of the SRQ to ERR");
+			check(poll(&pfd, 1, 5000) == 1, "async_fd readable");
+			while (!last && ibv_get_async_event(ctx, &ev) == 0) {
+				last = ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED && ev.element.qp == r1;
+				printf("  async event: %s\n", ibv_event_type_str(ev.event_type));
+				ibv_ack_async_event(&ev);
+			}
+			check(last, "IBV_EVENT_QP_LAST_WQE_REACHED for it");
+		}
 		check(ibv_destroy_srq(srq) == EBUSY, "ibv_destroy_srq while QPs use it: EBUSY");
 		check(ibv_destroy_qp(s1) == 0 && ibv_destroy_qp(s2) == 0 && ibv_destroy_qp(r1) == 0 &&
 		      ibv_destroy_qp(r2) == 0 && ibv_destroy_srq(srq) == 0, "destroy the SRQ's QPs, then the SRQ");
