@@ -404,10 +404,19 @@ int lease_open_device(struct efid *d, struct lease *l, const struct peer *p, con
 	 * skip slots efid leased, and ports something else holds (EADDRINUSE). */
 	struct make_socket m = { .ifname = it.spec.name, .nlanes = d->config.lanes };
 	unsigned slot = 0;
+	/* The instance's leased slots, gathered once: asking the list for
+	 * each candidate cost 4095 × 4095 comparisons per request once every
+	 * slot was held, and a client pipelining such requests stalled efid
+	 * for seconds (issue 22). */
+	uint8_t taken[LEASE_MAX_SLOTS + 1];
+	memset(taken, 0, sizeof(taken));
+	for (const struct slot *s = reg->slots; s; s = s->next)
+		if (s->slot <= LEASE_MAX_SLOTS && strcmp(s->instance, p->instance) == 0)
+			taken[s->slot] = 1;
 	r = -EADDRINUSE;
 	for (unsigned tries = 0; tries < LEASE_MAX_SLOTS; tries++) {
 		unsigned cand = 1 + (reg->cursor++ % LEASE_MAX_SLOTS);
-		if (lease_slot_taken(reg, p->instance, cand))
+		if (taken[cand])
 			continue;
 		for (unsigned lane = 0; lane < m.nlanes; lane++)
 			m.port[lane] = lease_lane_port(d, cand, lane);

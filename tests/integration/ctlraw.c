@@ -603,6 +603,111 @@ static int run_hold(const char *path, long count, long seconds, long nfds)
 	return 0;
 }
 
+/* Reads one reply frame, closing any descriptors that came with it.
+ * Returns its EFI_A_STATUS (0 or a negative errno), or 1 on a broken
+ * connection. */
+static int read_status_reply(int fd)
+{
+	uint8_t hdr[HDR_SIZE];
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * EFI_CTL_MAX_FDS)];
+	} u;
+	struct iovec iov = { .iov_base = hdr, .iov_len = sizeof(hdr) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	ssize_t n = recvmsg(fd, &mh, MSG_WAITALL | MSG_CMSG_CLOEXEC);
+	if (n != (ssize_t)sizeof(hdr))
+		return 1;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+				int x;
+				memcpy(&x, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+				close(x);
+			}
+	uint32_t length = get32(hdr + 8);
+	if (length > EFI_CTL_MAX_PAYLOAD)
+		return 1;
+	uint8_t *payload = malloc(length ? length : 1);
+	if (!payload || read_exact(fd, payload, length, 30000) != (ssize_t)length) {
+		free(payload);
+		return 1;
+	}
+	int32_t status = 1;
+	for (size_t off = 0; off + 4 <= length;) {
+		uint16_t atype = get16(payload + off), alen = get16(payload + off + 2);
+		if (off + 4 + alen > length)
+			break;
+		if (atype == EFI_A_STATUS && alen == 4) {
+			memcpy(&status, payload + off + 4, 4);
+			status = (int32_t)le32toh((uint32_t)status);
+			break;
+		}
+		off += 4 + (((size_t)alen + 3) & ~(size_t)3);
+	}
+	free(payload);
+	return status;
+}
+
+/* Leases every slot of IFNAME's instance (OPEN_DEVICE, 16 per connection,
+ * until efid says no), then sends COUNT more OPEN_DEVICE requests in a row
+ * on one connection and reads their (failing) replies; prints "leased L
+ * failed F", holds everything SECONDS (or until SIGTERM). */
+static int run_slots(const char *path, const char *ifname, long count, long seconds)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	struct frame f;
+	frame_begin(&f, EFI_CTL_MAGIC, EFI_CTL_VERSION, EFI_CTL_OPEN_DEVICE);
+	frame_str(&f, EFI_A_IFNAME, ifname);
+	frame_end(&f);
+	int conns[512];
+	long nconns = 0, leased = 0, failed = 0;
+	bool full = false;
+	while (!full && nconns < (long)(sizeof(conns) / sizeof(conns[0]))) {
+		int fd = connect_to(path);
+		if (fd < 0)
+			return 2;
+		conns[nconns++] = fd;
+		for (int i = 0; i < 16 && !full; i++) {
+			if (write_all(fd, f.buf, f.len) < 0)
+				return 1;
+			int st = read_status_reply(fd);
+			if (st == 1)
+				return 1;
+			if (st < 0)
+				full = true;
+			else
+				leased++;
+		}
+	}
+	int fd = connect_to(path);
+	if (fd < 0)
+		return 2;
+	for (long i = 0; i < count; i++)
+		if (write_all(fd, f.buf, f.len) < 0)
+			return 1;
+	for (long i = 0; i < count; i++) {
+		int st = read_status_reply(fd);
+		if (st == 1)
+			return 1;
+		failed += st < 0;
+	}
+	printf("leased %ld failed %ld\n", leased, failed);
+	fflush(stdout);
+	signal(SIGTERM, on_hold_term);
+	for (long t = 0; t < seconds * 10 && !hold_stop; t++)
+		usleep(100000);
+	close(fd);
+	for (long i = 0; i < nconns; i++)
+		close(conns[i]);
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -616,7 +721,7 @@ static void usage(void)
 		"  success expected: hello list\n"
 		"  any answer (or a close) expected: fds N (LIST carrying N descriptors)\n"
 		"  no answer expected: truncated | flood N | slow SECONDS | idle N SECONDS\n"
-		"    | no-read N SECONDS | hold N SECONDS [FDS]\n");
+		"    | no-read N SECONDS | hold N SECONDS [FDS] | slots IFNAME COUNT SECONDS\n");
 }
 
 int main(int argc, char **argv)
@@ -649,6 +754,10 @@ int main(int argc, char **argv)
 		return run_hold(path, argc > 3 ? strtol(argv[3], NULL, 10) : 10,
 				argc > 4 ? strtol(argv[4], NULL, 10) : 5,
 				argc > 5 ? strtol(argv[5], NULL, 10) : 0);
+	if (!strcmp(name, "slots"))
+		return run_slots(path, argc > 3 ? argv[3] : "efi0",
+				 argc > 4 ? strtol(argv[4], NULL, 10) : 1000,
+				 argc > 5 ? strtol(argv[5], NULL, 10) : 5);
 	if (!strcmp(name, "truncated")) {
 		int fd = connect_to(path);
 		if (fd < 0)

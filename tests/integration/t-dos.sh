@@ -167,7 +167,23 @@ responsive "pipelined LIST" "$M"
 kill "$NR" 2>/dev/null
 wait "$NR" 2>/dev/null
 
-log "--- 5. efid's descriptor table full (limits off in a second efid)"
+log "--- 5. every slot of an instance leased, then 2000 failing OPEN_DEVICE pipelined"
+bg_track ip netns exec "$A" "$RAW" "$SOCK" slots efi0 2000 30 >"$TMPD/slots" 2>&1
+SL=$BGPID
+W=0
+T0=$(ms_now)
+while ! grep -q '^leased' "$TMPD/slots" && pid_running "$SL"; do
+	M=$(status_ms)
+	[ "$M" -gt "$W" ] && W=$M
+	[ $(($(ms_now) - T0)) -lt 120000 ] || break
+done
+grep -q '^leased' "$TMPD/slots" || fail "ctlraw slots did not finish: $(cat "$TMPD/slots")"
+log "slots: $(cat "$TMPD/slots") in $(($(ms_now) - T0)) ms, RSS $(rss_kb "$PID") kB"
+responsive "all slots leased + pipelined failing OPEN_DEVICE" "$W"
+kill "$SL" 2>/dev/null
+wait "$SL" 2>/dev/null
+
+log "--- 6. efid's descriptor table full (limits off in a second efid)"
 EFI_IT_WRAP="prlimit --nofile=1024:1024" efid_start fill \
 	Control.MaxConnectionsPerUser=0 Control.MaxConnectionsPerInstance=0 Daemon.LogLevel=info
 PIDF=$(efid_pid fill)
