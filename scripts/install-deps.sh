@@ -44,7 +44,7 @@ build_pkgs=(
 #  kmod               modprobe of veth/macvlan/bridge where they are modules
 #  (the linter)      shellcheck: lints scripts/ and tests/system/ in the suite
 #  strace             the data-path test that counts the posting thread's syscalls
-#  ibverbs-utils perftest   unmodified verbs programs run over libefi-verbs
+#  ibverbs-utils perftest qperf ucx-utils   unmodified verbs programs run over libefi-verbs
 #  clang libbpf-dev   the testbed's tc loss program (BPF, bpf_helpers.h)
 #  bpftool            the testbed loads the dropper and sets its loss rate
 #                     (a package of its own on Debian 12, not in libbpf-dev)
@@ -56,12 +56,18 @@ build_pkgs=(
 #  python3-numpy python3-mpi4py   the data-parallel training job of
 #                     tests/mpi/t-mpi-train.sh
 #  mandoc groff-base man-db   the manual pages' lint, render and install test
+#  dpkg-dev debhelper lintian   tests/packaging/t-deb.sh builds the .debs
+#                     (dpkg-buildpackage) and lints them
+#  prometheus python3-prometheus-client   tests/packaging/t-stats.sh parses
+#                     `efictl stats --prometheus` with promtool and with
+#                     prometheus_client's parser
 test_pkgs=(
 	jq sqlite3 systemd clang libclang-rt-14-dev
 	util-linux procps psmisc coreutils kmod shellcheck
-	strace ibverbs-utils perftest libbpf-dev bpftool binutils passwd iperf3 sockperf
+	strace ibverbs-utils perftest qperf ucx-utils libbpf-dev bpftool binutils passwd iperf3 sockperf
 	libfabric-bin openmpi-bin libopenmpi-dev python3-numpy python3-mpi4py
 	mandoc groff-base man-db
+	dpkg-dev debhelper lintian prometheus python3-prometheus-client
 )
 
 pkgs=("${build_pkgs[@]}")
