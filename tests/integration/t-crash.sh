@@ -96,9 +96,9 @@ rc=0
 OUT=$(timeout -k 2 15 "$EFID" --config "$D/efid.conf" --state-dir "$D/state" \
 	--runtime-dir "$D/run" 2>&1 3>&-) || rc=$?
 log "efid on an empty efid.db: exit $rc: $OUT"
-[ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "efid took an empty efid.db (exit $rc)"
+if [ "$rc" = 0 ] || [ "$rc" = 124 ]; then fail "efid took an empty efid.db (exit $rc)"; fi
 assert_match 'empty' "$OUT" "message about an empty database"
-[ -f "$D/state/efid.db" ] && [ ! -s "$D/state/efid.db" ] || fail "the empty efid.db was changed"
+if [ ! -f "$D/state/efid.db" ] || [ -s "$D/state/efid.db" ]; then fail "the empty efid.db was changed"; fi
 log "one efid was creating is taken (a crash right after it made the file)"
 : >"$D/state/efid.db.creating"
 efid_start main

@@ -25,9 +25,11 @@ mk_bridge "$BR"
 
 # The built ctlraw may sit where nobody cannot reach it: use a copy.
 RAW=$TMPD/ctlraw
-cp "$CTLRAW" "$RAW" && chmod 755 "$RAW" || fail "cannot copy ctlraw"
+cp "$CTLRAW" "$RAW" || fail "cannot copy ctlraw"
+chmod 755 "$RAW"
 CTL_BIN=$TMPD/efictl
-cp "$EFICTL" "$CTL_BIN" && chmod 755 "$CTL_BIN" || fail "cannot copy efictl"
+cp "$EFICTL" "$CTL_BIN" || fail "cannot copy efictl"
+chmod 755 "$CTL_BIN"
 
 FAILS=()
 soft_fail() {
@@ -84,7 +86,7 @@ responsive() {
 
 # hold_start NS UID N SECONDS FDS: a background ctlraw holding N connections;
 # waits for its "opened O refused R closed C" line, sets HOLD_PID and
-# OPENED/REFUSED/CLOSED.
+# REFUSED/CLOSED.
 HOLDN=0
 hold_start() {
 	local out=$TMPD/hold.$HOLDN
@@ -94,7 +96,7 @@ hold_start() {
 		"$RAW" "$SOCK" hold "$3" "$4" "$5" >"$out" 2>&1
 	HOLD_PID=$BGPID
 	wait_for 60000 "ctlraw hold to report" grep -q '^opened' "$out"
-	read -r _ OPENED _ REFUSED _ CLOSED <"$out"
+	read -r _ _ _ REFUSED _ CLOSED <"$out"
 	log "uid $2 in $1: $(cat "$out")"
 }
 hold_stop() {
