@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -70,7 +71,7 @@ void control_client_free(struct client *c)
 	/* Listeners and connections of this client end with it (a process
 	 * that died included): the peers learn it now, not at a timeout. */
 	cm_client_gone(ctl->d, c);
-	sd_event_source_disable_unref(c->io);
+	epoll_ctl(ctl->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	for (unsigned i = 0; i < c->nfds; i++)
 		close(c->fds[i].fd);
@@ -80,6 +81,13 @@ void control_client_free(struct client *c)
 	free(c->in);
 	free(c->out);
 	log_debug("client %u (pid %d) disconnected", c->id, (int)c->peer.pid);
+	if (ctl->in_batch) {
+		/* Later events of this batch may name it: freed after it. */
+		c->dead = true;
+		c->next = ctl->dead;
+		ctl->dead = c;
+		return;
+	}
 	free(c);
 }
 
@@ -122,7 +130,13 @@ static int client_update_events(struct client *c)
 		ev |= EPOLLIN;
 	if (c->out_len > c->out_off)
 		ev |= EPOLLOUT;
-	return sd_event_source_set_io_events(c->io, ev);
+	if (ev == c->events)
+		return 0;
+	struct epoll_event e = { .events = ev, .data.ptr = c };
+	if (epoll_ctl(c->ctl->epfd, EPOLL_CTL_MOD, c->fd, &e) < 0)
+		return -errno;
+	c->events = ev;
+	return 0;
 }
 
 /* Writes what the socket takes now.  A descriptor goes out with the first
@@ -433,13 +447,10 @@ static int client_read(struct client *c)
 	return 0;
 }
 
-static int on_client_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+static void on_client_io(struct client *c, uint32_t revents)
 {
-	struct client *c = userdata;
 	int r = 0;
 
-	(void)s;
-	(void)fd;
 	if (revents & EPOLLIN) {
 		r = client_read(c);
 		if (r == 0 || r == -ECONNRESET)
@@ -462,9 +473,42 @@ static int on_client_io(sd_event_source *s, int fd, uint32_t revents, void *user
 	}
 	if (r < 0 || (c->close_after_flush && c->out_len == c->out_off)) {
 		control_client_free(c);
-		return 0;
+		return;
 	}
 	client_update_events(c);
+}
+
+/*
+ * Every client is in efid's own epoll set, which sd-event watches as one
+ * source.  Given each client as a source of its own, sd-event's loop asks
+ * the kernel for every ready descriptor and then dispatches one: 16,000
+ * clients closing at once cost 16,000² and efid answered nothing for 11 s
+ * (4,000 for 5 s here).  Here one wakeup takes a bounded batch, so the cost
+ * is per event, whatever the number of connections, and other sources
+ * (the listener, a well-behaved client) get their turn between batches.
+ */
+#define CLIENT_BATCH 128
+
+static int on_clients(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct control *ctl = userdata;
+	struct epoll_event ev[CLIENT_BATCH];
+	(void)s;
+	(void)revents;
+
+	int n = epoll_wait(fd, ev, CLIENT_BATCH, 0);
+	ctl->in_batch = true;
+	for (int i = 0; i < n; i++) {
+		struct client *c = ev[i].data.ptr;
+		if (!c->dead)
+			on_client_io(c, ev[i].events);
+	}
+	ctl->in_batch = false;
+	while (ctl->dead) {
+		struct client *c = ctl->dead;
+		ctl->dead = c->next;
+		free(c);
+	}
 	return 0;
 }
 
@@ -507,9 +551,12 @@ int control_client_add(struct control *ctl, int cfd, const struct peer *peer,
 	c->lease = lease_new(c);
 	if (!c->lease)
 		goto fail;
-	r = sd_event_add_io(ctl->d->event, &c->io, cfd, EPOLLIN, on_client_io, c);
-	if (r < 0)
+	c->events = EPOLLIN;
+	struct epoll_event e = { .events = EPOLLIN, .data.ptr = c };
+	if (epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, cfd, &e) < 0) {
+		r = -errno;
 		goto fail;
+	}
 	c->quota = *quota;
 	c->next = ctl->clients;
 	if (ctl->clients)
@@ -538,7 +585,16 @@ int control_start(struct efid *d)
 	ctl->d = d;
 	ctl->listen_fd = -1;
 	ctl->reserve_fd = -1;
+	ctl->epfd = -1;
 	ctl->limit_rl = (struct ratelimit)RATELIMIT_INIT(10000000ULL, 10);
+	ctl->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (ctl->epfd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	r = sd_event_add_io(d->event, &ctl->clients_src, ctl->epfd, EPOLLIN, on_clients, ctl);
+	if (r < 0)
+		goto fail;
 	r = control_listen_start(d, ctl);
 	if (r < 0)
 		goto fail;
@@ -554,6 +610,9 @@ int control_start(struct efid *d)
 fail:
 	sd_event_source_disable_unref(ctl->sweep);
 	control_listen_stop(d, ctl);
+	sd_event_source_disable_unref(ctl->clients_src);
+	if (ctl->epfd >= 0)
+		close(ctl->epfd);
 	free(ctl);
 	return r;
 }
@@ -567,6 +626,8 @@ void control_stop(struct efid *d)
 		control_client_free(ctl->clients);
 	sd_event_source_disable_unref(ctl->sweep);
 	control_listen_stop(d, ctl);
+	sd_event_source_disable_unref(ctl->clients_src);
+	close(ctl->epfd);
 	free(ctl);
 	d->control = NULL;
 	lease_registry_free(d);

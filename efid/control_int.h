@@ -23,7 +23,8 @@ struct client {
 	struct control *ctl;
 	struct client *next, *prev;
 	int fd;
-	sd_event_source *io;
+	uint32_t events;        /* what it is registered for in ctl->epfd */
+	bool dead;              /* freed during a batch (on_clients) */
 	struct peer peer;
 	uint8_t *in;
 	size_t in_len, in_cap;
@@ -60,6 +61,13 @@ struct control {
 	unsigned nclients;
 	unsigned next_id;
 	struct ctl_limits *limits;
+	/* Clients live in an epoll set of efid's own, one sd-event source
+	 * (control.c, on_clients); clients freed while a batch of its events
+	 * is handled wait on dead until the batch is done. */
+	int epfd;
+	sd_event_source *clients_src;
+	bool in_batch;
+	struct client *dead;
 	/* Out of descriptors (EMFILE/ENFILE): a descriptor kept free so that
 	 * one pending connection can still be taken (host root served, others
 	 * told no) instead of the backlog waiting, and a timer that turns the
