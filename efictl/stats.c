@@ -226,11 +226,19 @@ static void prom_iface_labels(FILE *f, const char *name, const struct ec_iface *
 	prom_value(f, i->name);
 }
 
+/* A context is known by its pid; a process with several contexts on one
+ * interface gets context="N" (N = 1, 2, ...: its contexts after the first,
+ * in efid's order) on all but the first, so that no two series are alike. */
 static void prom_ctx_labels(FILE *f, const char *name, const struct ec_iface *i,
 			    const struct ec_context *x)
 {
+	unsigned n = 0;
+	for (const struct ec_context *y = i->contexts; y < x; y++)
+		n += y->pid == x->pid;
 	prom_iface_labels(f, name, i);
 	fprintf(f, ",pid=\"%u\"", x->pid);
+	if (n)
+		fprintf(f, ",context=\"%u\"", n);
 }
 
 static void prom_path_labels(FILE *f, const char *name, const struct ec_iface *i,

@@ -156,3 +156,25 @@ assert_eq true "$(jq --arg b "$B" '.interfaces[] | select(.instance == $b) |
 
 wait "$CPID" || fail "efi-perf client failed: $(cat "$TMPD/client.out")"
 wait "$SPID" || fail "efi-perf server failed: $(cat "$TMPD/server.out")"
+
+# one process, two contexts on A's efi0: two series, told apart by context="1"
+: "${TWO_CONTEXTS:=$top_builddir/tests/packaging/two-contexts}"
+[ -x "$TWO_CONTEXTS" ] || fail "two-contexts not built at $TWO_CONTEXTS"
+in_a timeout -k 5 60 "$TWO_CONTEXTS" 5 >"$TMPD/two.out" 2>&1 &
+TBG=$!
+TRACK_BGPIDS+=("$TBG")
+wait_for 5000 "two contexts open" grep -q ready "$TMPD/two.out"
+two_listed() {
+	[ "$(ctl_on main --json stats "$A" efi0 |
+		jq --argjson p "$TPID" '[.interfaces[0].contexts[] | select(.pid == $p)] | length')" = 2 ]
+}
+TPID=$(awk '$1 == "ready" {print $2}' "$TMPD/two.out")
+wait_for 3000 "both contexts of pid $TPID in efictl stats" two_listed
+scrape 3
+# (parse prints labels sorted by name: context, efi_instance, interface, pid)
+assert_eq "$(printf '%s\n' "{context=\"1\",efi_instance=\"$A\",interface=\"efi0\",pid=\"$TPID\"}" \
+	"{efi_instance=\"$A\",interface=\"efi0\",pid=\"$TPID\"}")" \
+	"$(grep "^efi_context_tx_packets_total{.*pid=\"$TPID\"" "$TMPD/scrape3.samples" |
+		sed 's/^efi_context_tx_packets_total//; s/ .*//' | sort)" \
+	"series of the two contexts of pid $TPID"
+wait "$TBG" || fail "two-contexts failed: $(cat "$TMPD/two.out")"
