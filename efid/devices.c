@@ -58,6 +58,32 @@ static int link_change(struct kernel *k, struct nl_sock *sk, struct rtnl_link *o
 	return rc;
 }
 
+void kernel_arp_own(struct kernel *k, struct nl_sock *sk, struct nl_cache *links, uint32_t ifindex)
+{
+	struct rtnl_link *l = rtnl_link_get(links, (int)ifindex), *changes = NULL;
+	uint32_t ignore = 0, announce = 0;
+
+	if (!l)
+		return;
+	if (rtnl_link_inet_get_conf(l, IPV4_DEVCONF_ARP_IGNORE, &ignore) == 0 && ignore == 1 &&
+	    rtnl_link_inet_get_conf(l, IPV4_DEVCONF_ARP_ANNOUNCE, &announce) == 0 && announce == 2)
+		goto out;
+	changes = rtnl_link_alloc();
+	if (!changes)
+		goto out;
+	rtnl_link_inet_set_conf(changes, IPV4_DEVCONF_ARP_IGNORE, 1);
+	rtnl_link_inet_set_conf(changes, IPV4_DEVCONF_ARP_ANNOUNCE, 2);
+	int rc = kernel_result(k, rtnl_link_change(sk, l, changes, 0));
+	if (rc < 0)
+		log_warning("cannot set arp_ignore/arp_announce on %s: %s",
+			    rtnl_link_get_name(l), strerror(-rc));
+	else
+		log_info("%s now answers ARP only for its own addresses", rtnl_link_get_name(l));
+out:
+	rtnl_link_put(changes);
+	rtnl_link_put(l);
+}
+
 /* Deletes the device called name in sk's namespace if it carries mark. */
 static int delete_marked(struct kernel *k, struct nl_sock *sk, const char *name,
 			 const char *mark)

@@ -123,6 +123,12 @@ void kernel_observe(struct kernel *k, const struct store_iface *rec, struct nl_c
 
 /* devices.c */
 
+/* Sets arp_ignore=1 and arp_announce=2 on device ifindex of links (in sk's
+ * namespace) unless it has them: interfaces an older efid made get what
+ * new ones are made with (devices.c, link_change).  Failures are logged. */
+void kernel_arp_own(struct kernel *k, struct nl_sock *sk, struct nl_cache *links,
+		    uint32_t ifindex);
+
 /*
  * Creates the whole kernel side of spec (defaults already applied, name set):
  * veth pair with its host end called host_ifname (generated when

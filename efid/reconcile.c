@@ -251,6 +251,8 @@ int kernel_refresh_instance(struct kernel *k, const char *instance, unsigned *mi
 
 		kernel_observe(k, &recs[i], links, addrs, &obs);
 		update_record(k, &recs[i], &obs);
+		if (obs.present && sk)
+			kernel_arp_own(k, sk, links, obs.ifindex);
 		if (!obs.present && !repair_known_failed(k, recs[i].id))
 			(*missing)++;
 	}

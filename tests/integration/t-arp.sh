@@ -3,7 +3,8 @@
 # ARP only for its own addresses (efid sets arp_ignore=1 and
 # arp_announce=2 on the interfaces it makes), so a peer resolves efi0's
 # address to efi0's MAC and efi1's to efi1's, every time; re-created
-# (repaired) interfaces get the same settings.
+# (repaired) interfaces get the same settings, and interfaces an older efid
+# made get them at the next start.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 . "$(dirname "$0")/lib.sh"
 lib_init ar
@@ -43,6 +44,13 @@ for _ in 1 2 3 4 5; do
 	assert_eq "$M0" "$(resolved 10.93.0.1)" "MAC $B resolves for $A/efi0's address"
 	assert_eq "$M1" "$(resolved 10.93.0.2)" "MAC $B resolves for $A/efi1's address"
 done
+
+log "an interface made without them (an older efid) gets them at the next start"
+ip netns exec "$A" sysctl -qw net.ipv4.conf.efi0.arp_ignore=0 net.ipv4.conf.efi0.arp_announce=0
+efid_stop main
+efid_start main Interfaces.Repair=yes
+assert_eq 1 "$(sysctl_of "$A" efi0 arp_ignore)" "arp_ignore of $A/efi0 after a restart"
+assert_eq 2 "$(sysctl_of "$A" efi0 arp_announce)" "arp_announce of $A/efi0 after a restart"
 
 log "a re-created interface gets the settings too"
 ip -n "$A" link del efi1
