@@ -207,6 +207,24 @@ log "descriptor table full: efid CPU ${CPU}%, $((L1 - L0)) log lines, RSS $(rss_
 responsive "descriptor table full (host root)" "$M"
 hold_stop
 efid_stop fill
+
+log "--- 7. 6000 connections of three users closing at once (limits raised)"
+# One sd-event source per client made each loop iteration fetch every ready
+# descriptor to dispatch one: O(n^2) when thousands close together.
+EFI_IT_WRAP="prlimit --nofile=8192:8192" efid_start big \
+	Control.MaxConnectionsPerInstance=7000 Daemon.LogLevel=info
+BASE=$(worst_status_ms 5)
+HP=()
+for u in 5001 5002 5003; do
+	hold_start "$A" "$u" 2000 60 0
+	HP+=("$HOLD_PID")
+	[ $((REFUSED + CLOSED)) = 0 ] || soft_fail "uid $u: $REFUSED refused, $CLOSED closed of 2000 within the limits"
+done
+kill "${HP[@]}"
+M=$(worst_status_ms 10)
+responsive "6000 connections closing at once" "$M"
+wait "${HP[@]}" 2>/dev/null
+efid_stop big
 efid_use main
 
 log "efid still does real work, and its descriptors come back"
