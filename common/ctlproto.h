@@ -82,7 +82,7 @@ enum efi_ctl_attr {
 	EFI_A_MTU = 14,         /* u32: 0 = default */
 	EFI_A_KIND = 15,        /* str: "veth" | "macvlan" */
 	EFI_A_HOST_IFNAME = 16, /* str: the host-side device name */
-	EFI_A_STATE = 17,       /* str: "attached" | "missing" */
+	EFI_A_STATE = 17,       /* str: "attached" | "missing" | "detaching" (a detach whose record write failed; efid finishes it) */
 	EFI_A_LINK = 18,        /* str: "up" | "down" | "no-carrier" | "missing" */
 	EFI_A_GID = 19,         /* nest, repeated: EFI_A_GID_INDEX + EFI_A_GID_VALUE */
 	EFI_A_GID_INDEX = 20,   /* u32 */
