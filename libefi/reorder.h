@@ -10,10 +10,19 @@
  * completions in posting order, a Send after a Write sees the Write, Reads
  * and atomics execute in order.  Only packets behind a hole pay the copy.
  *
- * A slot per PSN of the window [base + 1, base + EFI_REORDER_SLOTS); the
- * memory is allocated at the first early packet.  A packet once stored is
- * never discarded while the QP is connected (a SACK is never reneged), so
- * the requester never has to send a SACKed packet again.
+ * A slot per PSN of the window [base + 1, base + EFI_REORDER_SLOTS).  A QP
+ * whose requests arrive in order holds nothing but struct efi_reorder (a few
+ * words): the slot table and the packet buffers are allocated when a packet
+ * first arrives early, one buffer per packet held (a free list keeps those
+ * a hole has given back), and all of it goes back when the buffer has been
+ * empty while EFI_REORDER_CALM PSNs went by in order (issue 18: memory per
+ * idle QP).  The hysteresis keeps a lossy stream, whose holes come and go,
+ * from allocating and freeing per packet.  The bytes held count against a
+ * budget the context shares among its QPs (EFI_REORDER_CTX_MAX); beyond it a
+ * packet is not kept (ENOMEM: the responder drops it, as without a buffer).
+ * A packet once stored is never discarded while the QP is connected (a SACK
+ * is never reneged), so the requester never has to send a SACKed packet
+ * again.
  */
 #ifndef EFI_LIBEFI_REORDER_H
 #define EFI_LIBEFI_REORDER_H
@@ -29,14 +38,22 @@
 /* The largest datagram it keeps (a data packet of path MTU 4096). */
 #define EFI_REORDER_PKT_MAX	(4096u + 256u)
 
+/* Empty-buffer PSNs in order before the memory goes back (the hysteresis). */
+#define EFI_REORDER_CALM	(4u * EFI_REORDER_SLOTS)
+/* What the reorder buffers of one context may hold together. */
+#define EFI_REORDER_CTX_MAX	((size_t)64 << 20)
+
+struct efi_reorder_mem;			/* slot table and packet buffers (reorder.c) */
+
 struct efi_reorder {
-	uint8_t *buf;			/* EFI_REORDER_SLOTS × EFI_REORDER_PKT_MAX, or NULL */
-	uint16_t len[EFI_REORDER_SLOTS];
-	uint32_t psn[EFI_REORDER_SLOTS];	/* which PSN a slot holds: a slot is reused
-						 * every EFI_REORDER_SLOTS PSNs, and a copy
-						 * left behind must never pass for a later one */
-	uint64_t bits[EFI_REORDER_SLOTS / 64];	/* by psn % EFI_REORDER_SLOTS */
-	uint32_t count;
+	struct efi_reorder_mem *m;	/* NULL: nothing arrived early lately */
+	size_t *ctx_bytes;		/* the context's total (NULL: no budget) */
+	size_t bytes;			/* what m and its buffers take */
+	uint32_t count;			/* slots in use */
+	uint32_t calm_base;		/* expected PSN when it was last seen empty */
+	bool calm;			/* calm_base is valid */
+	uint32_t empty_psn;		/* where a hole was last filled */
+	bool emptied;			/* empty_psn is valid */
 };
 
 /* Keeps a copy of the datagram of PSN psn, base being the expected PSN.
@@ -56,12 +73,18 @@ void efi_reorder_remove(struct efi_reorder *r, uint32_t psn);
  * takes several PSNs). */
 void efi_reorder_remove_range(struct efi_reorder *r, uint32_t from, uint32_t to);
 
-/* Empties the buffer (keeps the memory); efi_reorder_free releases it. */
+/* Empties the buffer (keeps the memory until calm); efi_reorder_free
+ * releases it at once. */
 void efi_reorder_clear(struct efi_reorder *r);
 void efi_reorder_free(struct efi_reorder *r);
 
 /* Fills a SACK block for expected PSN base: base_psn = base, bit k = PSN
- * base + k held.  Returns false (nothing filled) when nothing is held. */
-bool efi_reorder_sack(const struct efi_reorder *r, uint32_t base, struct efi_pkt *ack);
+ * base + k held.  Returns false (nothing filled) when nothing is held.
+ * Called with every ACK the responder sends, it is also where the memory of
+ * a buffer that stayed empty for EFI_REORDER_CALM PSNs goes back. */
+bool efi_reorder_sack(struct efi_reorder *r, uint32_t base, struct efi_pkt *ack);
+
+/* Bytes the buffer holds now (0 when it holds no memory). */
+size_t efi_reorder_bytes(const struct efi_reorder *r);
 
 #endif

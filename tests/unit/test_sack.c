@@ -45,7 +45,7 @@ START_TEST(reorder_window_and_duplicates)
 	ck_assert_int_eq(efi_reorder_store(&r, 100, 99, pkt, 10), ERANGE);
 	ck_assert_int_eq(efi_reorder_store(&r, 100, 100 + EFI_REORDER_SLOTS, pkt, 10), ERANGE);
 	ck_assert_int_eq(efi_reorder_store(&r, 100, 101, big, sizeof(big)), EMSGSIZE);
-	ck_assert_ptr_null(r.buf);	/* nothing held, nothing allocated */
+	ck_assert_ptr_null(r.m);	/* nothing held, nothing allocated */
 	ck_assert_int_eq(efi_reorder_store(&r, 100, 101, pkt, 10), 0);
 	ck_assert_int_eq(efi_reorder_store(&r, 100, 100 + EFI_REORDER_SLOTS - 1, pkt, 64), 0);
 	ck_assert_int_eq(efi_reorder_store(&r, 100, 101, pkt, 10), EEXIST);
@@ -64,7 +64,7 @@ START_TEST(reorder_window_and_duplicates)
 	ck_assert_uint_eq(r.count, 0);
 	ck_assert(!efi_reorder_has(&r, 100 + EFI_REORDER_SLOTS - 1));
 	efi_reorder_free(&r);
-	ck_assert_ptr_null(r.buf);
+	ck_assert_ptr_null(r.m);
 }
 END_TEST
 
