@@ -194,6 +194,7 @@ struct efi_context_int {
 					 * (NULL: at its head): the QPs take turns at
 					 * going first */
 	bool busy;			/* a QP has unacknowledged or queued work */
+	size_t reorder_bytes;		/* what its QPs' reorder buffers hold (reorder.h) */
 	uint32_t next_qp_index;
 	uint32_t next_pd_handle, next_cq_handle;
 
@@ -477,6 +478,16 @@ struct efi_qp_int {
 };
 
 #define qp_of(q) ((struct efi_qp_int *)(q))
+
+/* Memory a QP holds beyond its rings (issue 18; for tests and tools). */
+struct efi_qp_mem {
+	size_t qp_struct;		/* struct efi_qp_int */
+	size_t txrec_reserved;		/* the send records' mapping */
+	size_t txrec_resident;		/* of which in memory (mincore) */
+	size_t reorder;			/* the reorder buffer's slot table and packets */
+	size_t ctx_reorder;		/* every reorder buffer of the context */
+};
+void efi_qp_mem(const struct efi_qp *qp, struct efi_qp_mem *m);
 
 /* ------------------------------------------------------------------ SRQs */
 

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "efi_int.h"
 #include "lease.h"
@@ -17,6 +19,11 @@ static uint32_t pow2_at_least(uint32_t n)
 		p <<= 1;
 	return p;
 }
+
+/* The send records (retx.c) are a mapping of their own, not heap: its pages
+ * are zero until written, so they take memory only once the QP has sent
+ * that far, and a reset gives them back (issue 18: memory per idle QP). */
+#define TXREC_BYTES	((size_t)EFI_TXREC_SLOTS * sizeof(struct efi_txrec))
 
 static void qp_free_queues(struct efi_qp_int *qp)
 {
@@ -32,7 +39,8 @@ static void qp_free_queues(struct efi_qp_int *qp)
 	free(qp->srq_wqe.sge);
 	free(qp->sq);
 	free(qp->rq);
-	free(qp->txrec);
+	if (qp->txrec)
+		munmap(qp->txrec, TXREC_BYTES);
 	efi_reorder_free(&qp->reorder);
 }
 
@@ -43,7 +51,9 @@ static int qp_alloc_queues(struct efi_qp_int *qp, const struct efi_qp_cap *cap)
 
 	qp->sq = calloc(ns, sizeof(*qp->sq));
 	qp->rq = calloc(nr, sizeof(*qp->rq));
-	qp->txrec = calloc(EFI_TXREC_SLOTS, sizeof(*qp->txrec));
+	qp->txrec = mmap(NULL, TXREC_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (qp->txrec == MAP_FAILED)
+		qp->txrec = NULL;
 	if (!qp->sq || !qp->rq || !qp->txrec)
 		return -ENOMEM;
 	qp->sq_mask = ns - 1;
@@ -119,6 +129,7 @@ struct efi_qp *efi_create_qp(struct efi_pd *pd, struct efi_qp_init_attr *ia)
 	ia->cap = cap;
 	qp->init = *ia;
 	qp->ctx = ctx;
+	qp->reorder.ctx_bytes = &ctx->reorder_bytes;	/* under ctx->lock, as the transport */
 	qp->pub.context = pd->context;
 	qp->pub.qp_context = ia->qp_context;
 	qp->pub.pd = pd;
@@ -187,6 +198,8 @@ static void qp_flush(struct efi_qp_int *qp)
 	qp->respq_count = 0;
 	qp->rd_outstanding = 0;
 	qp->snd_una = qp->snd_nxt = qp->snd_max;
+	/* not freed here: the responder may be inside a held packet when it
+	 * fails the QP; reset and destroy free it */
 	efi_reorder_clear(&qp->reorder);
 	efi_retx_flush(qp);
 }
@@ -225,8 +238,10 @@ static void qp_reset(struct efi_qp_int *qp)
 	qp->pkts_since_ackreq = 0;
 	qp->msn = 0;
 	qp->conn_key = 0;
-	memset(qp->txrec, 0, EFI_TXREC_SLOTS * sizeof(*qp->txrec));
-	efi_reorder_clear(&qp->reorder);
+	/* zero pages again, and no longer resident (memset would touch them all) */
+	if (madvise(qp->txrec, TXREC_BYTES, MADV_DONTNEED) != 0)
+		memset(qp->txrec, 0, TXREC_BYTES);
+	efi_reorder_free(&qp->reorder);
 	efi_retx_init(qp, efi_now_ns());
 	efi_pt_qp_reset(qp->ctx, qp);
 	memset(qp->acache, 0, sizeof(qp->acache));
@@ -494,6 +509,7 @@ int efi_destroy_qp(struct efi_qp *pub)
 	if (qp->next_active)
 		qp->next_active->prev_active = qp->prev_active;
 	efi_counters_add(&ctx->dead, &qp->cnt);
+	efi_reorder_free(&qp->reorder);	/* its bytes leave the context's count under the lock */
 	pthread_mutex_unlock(&ctx->lock);
 	atomic_fetch_sub(&((struct efi_pd_int *)qp->pub.pd)->users, 1);
 	atomic_fetch_sub(&((struct efi_cq_int *)qp->pub.send_cq)->users, 1);
@@ -530,4 +546,23 @@ int efi_query_qp_counters(struct efi_qp *pub, struct efi_counters *c)
 	}
 	pthread_mutex_unlock(&qp->ctx->lock);
 	return 0;
+}
+
+void efi_qp_mem(const struct efi_qp *pub, struct efi_qp_mem *m)
+{
+	const struct efi_qp_int *qp = (const struct efi_qp_int *)pub;
+	long page = sysconf(_SC_PAGESIZE);
+	size_t npages = (TXREC_BYTES + (size_t)page - 1) / (size_t)page;
+	unsigned char vec[64];
+
+	memset(m, 0, sizeof(*m));
+	m->qp_struct = sizeof(*qp);
+	m->txrec_reserved = TXREC_BYTES;
+	if (npages <= sizeof(vec) && mincore(qp->txrec, TXREC_BYTES, vec) == 0)
+		for (size_t i = 0; i < npages; i++)
+			m->txrec_resident += vec[i] & 1 ? (size_t)page : 0;
+	pthread_mutex_lock(&qp->ctx->lock);
+	m->reorder = efi_reorder_bytes(&qp->reorder);
+	m->ctx_reorder = qp->ctx->reorder_bytes;
+	pthread_mutex_unlock(&qp->ctx->lock);
 }
