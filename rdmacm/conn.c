@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rdmacm/rdmacm_int.h"
 
@@ -26,6 +27,24 @@ enum {
 /* The address to give efi_listen a turn at another port: when the program
  * bound port 0, a port some other process listens on is not its choice. */
 #define LISTEN_PORT_TRIES 16
+
+/* A request that finds no listener is sent again for this long before the
+ * client hears REJECTED (status 8).  The kernel answers a REQ at once, and
+ * so does efid; but setting a listener up and down goes through efid here,
+ * which widens the window a server leaves between closing one listener and
+ * opening the next (perftest -R does so between its two connections), and
+ * a client of such a server would lose the race where it wins it with the
+ * kernel.  RETRY_PAUSE_MS paces the retries. */
+#define RCM_NO_LISTENER_GRACE_MS 2000
+#define RETRY_PAUSE_MS 10
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 static int listen_all(struct rcm_id *id, int backlog)
 {
@@ -152,7 +171,7 @@ RCM_EXPORT int rdma_connect(struct rdma_cm_id *cm_id, struct rdma_conn_param *co
 {
 	struct rcm_id *id = rcm_id(cm_id);
 	uint8_t buf[EFI_CM_PRIVATE_DATA_MAX];
-	char host[INET6_ADDRSTRLEN], svc[8];
+	char host[sizeof(id->host)], svc[sizeof(id->svc)];
 	const struct sockaddr *dst;
 	struct efi_cm_id *c;
 	size_t len;
@@ -178,6 +197,13 @@ RCM_EXPORT int rdma_connect(struct rdma_cm_id *cm_id, struct rdma_conn_param *co
 	snprintf(svc, sizeof(svc), "%u", rcm_addr_port(dst));
 	len = pack(buf, id, conn_param);
 	c = efi_connect(rcm_efi_qp(id->id.qp), host, svc, buf, len, 0);
+	if (c) {
+		memcpy(id->host, host, sizeof(id->host));
+		memcpy(id->svc, svc, sizeof(id->svc));
+		memcpy(id->req, buf, len);
+		id->req_len = len;
+		id->connect_deadline_ms = now_ms() + RCM_NO_LISTENER_GRACE_MS;
+	}
 	if (!c) {
 		ret = -1;
 		goto out;
@@ -336,10 +362,36 @@ static void conn_request(struct rcm_src *src, const struct efi_cm_event *ev)
 	rcm_queue(l->ch, e);
 }
 
+/* The request found no listener: sends it again (lock held) while the
+ * grace lasts.  Returns 1 when it did. */
+static int retry_connect(struct rcm_id *id)
+{
+	struct timespec pause = { 0, RETRY_PAUSE_MS * 1000000L };
+	struct efi_cm_id *c;
+
+	if (id->state != RCM_CONNECTING || !id->id.qp || now_ms() >= id->connect_deadline_ms)
+		return 0;
+	/* the rejected request's id is closed; the QP is still in INIT */
+	rcm_unwatch_all(id);
+	nanosleep(&pause, NULL);
+	c = efi_connect(rcm_efi_qp(id->id.qp), id->host, id->svc, id->req, id->req_len, 0);
+	if (!c)
+		return 0;
+	if (rcm_watch(id, c, id->dev) != 0) {
+		efi_cm_destroy_id(c);
+		return 0;
+	}
+	return 1;
+}
+
 void rcm_translate(struct rcm_src *src, const struct efi_cm_event *ev)
 {
 	struct rcm_id *id = src->owner;
 	struct rcm_event *e;
+
+	if (ev->event == EFI_CM_EVENT_REJECTED && ev->reject_reason == EFI_CM_REJECT_NO_LISTENER &&
+	    retry_connect(id))
+		return;
 
 	if (ev->event == EFI_CM_EVENT_CONNECT_REQUEST) {
 		conn_request(src, ev);

@@ -92,6 +92,12 @@ struct rcm_id {
 	int disconnect_sent;		/* DISCONNECTED reported once */
 	unsigned int events_out;	/* taken, not acked: destroy waits */
 	uint8_t resp_res, init_depth;	/* from the peer's header */
+	/* client: what rdma_connect sent, to send again while nobody
+	 * listens yet (conn.c, RCM_NO_LISTENER_GRACE_MS) */
+	char host[46], svc[8];
+	uint8_t req[EFI_CM_PRIVATE_DATA_MAX];
+	size_t req_len;
+	uint64_t connect_deadline_ms;	/* CLOCK_MONOTONIC */
 };
 
 struct rcm_event {
