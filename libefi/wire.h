@@ -61,6 +61,11 @@ struct efi_wire_ops {
 
 struct efi_wire {
 	const struct efi_wire_ops *ops;
+	/* recv_batch's peer is each datagram's real source address and port
+	 * (a UDP backend): the transport then takes a QP without a connection
+	 * key only from its peer's lane ports (xport.c, from_peer_lane).
+	 * In-memory test backends leave it false. */
+	bool source_ports;
 };
 
 static inline int efi_wire_send(struct efi_wire *w, struct efi_wire_pkt *p, unsigned n)

@@ -608,6 +608,7 @@ struct efi_wire *efi_wire_fault_wrap(struct efi_wire *inner, const char *spec)
 	if (!f)
 		return NULL;
 	f->base.ops = &fault_ops;
+	f->base.source_ports = inner->source_ports;	/* peers pass through */
 	f->inner = inner;
 	f->cfg = cfg;
 	f->rng = splitmix64(cfg.seed);

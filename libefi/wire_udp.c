@@ -678,6 +678,7 @@ struct efi_wire *efi_wire_udp_create_lanes(const int *fds, unsigned n)
 		return NULL;
 	}
 	u->base.ops = &udp_ops;
+	u->base.source_ports = true;
 	u->epoll_fd = -1;
 	if (n > 1) {
 		u->epoll_fd = epoll_create1(EPOLL_CLOEXEC);

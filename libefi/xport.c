@@ -11,6 +11,26 @@
 
 #include "efi_int.h"
 
+/*
+ * Whether from, the source of a packet for qp, is one of the UDP ports the
+ * peer's lanes are bound to (docs/wire-format.md, "Addressing"): efid binds
+ * those for the peer's context and hands them to it alone, so no other
+ * process of the peer's address can send from them without raw sockets
+ * (root).  What authenticates a QP that the connection manager did not key
+ * (connected by hand: a QPN, PSN and rkey exchanged over the application's
+ * own channel): a forged Write from another process of the peer's instance
+ * failed the QP with a remote access error (issue 22).
+ */
+static bool from_peer_lane(const struct efi_context_int *ctx, const struct efi_qp_int *qp,
+			   const struct sockaddr_in6 *from)
+{
+	uint32_t port = ntohs(from->sin6_port), lane0 = efi_lane_port(ctx->p.port_base, 0, qp->attr.dest_qp_num);
+
+	if (!lane0 || port < lane0)
+		return false;
+	return (port - lane0) % EFI_LANE_STRIDE == 0 && (port - lane0) / EFI_LANE_STRIDE < EFI_WIRE_MAX_LANES;
+}
+
 static void dispatch(struct efi_context_int *ctx, const struct efi_wire_pkt *wp)
 {
 	struct efi_pkt pkt;
@@ -38,9 +58,14 @@ static void dispatch(struct efi_context_int *ctx, const struct efi_wire_pkt *wp)
 		return;
 	}
 	/* A connection the connection manager keyed accepts only its key:
-	 * a stale peer of a reused QPN is not mistaken for the new one. */
+	 * a stale peer of a reused QPN is not mistaken for the new one.  One
+	 * without a key, only what comes from the peer's own lanes. */
 	if (qp->conn_key && pkt.conn_key != qp->conn_key) {
 		efi_count_drop(&qp->cnt, EFI_DROP_BAD_KEY);
+		return;
+	}
+	if (!qp->conn_key && ctx->wire->source_ports && !from_peer_lane(ctx, qp, &wp->peer)) {
+		efi_count_drop(&qp->cnt, EFI_DROP_BAD_SOURCE);
 		return;
 	}
 	qp->cnt.rx_packets++;

@@ -225,6 +225,82 @@ START_TEST(test_udp_rdma)
 }
 END_TEST
 
+/*
+ * A QP connected by hand (no connection key, as perftest or efi-perf
+ * --tcp-exchange connect) takes packets only from its peer's lane ports:
+ * another process of the peer's address (here: a socket of our own on
+ * 127.0.0.1) forging a Write with a wrong rkey, at the very PSN the
+ * responder expects, would otherwise fail the QP with a remote access
+ * error (issue 22).  The forgery is counted as a bad source and the QP
+ * goes on serving its real peer.
+ */
+START_TEST(test_udp_forged_write_dropped)
+{
+	struct tpair t;
+	struct efi_counters c;
+	uint8_t src[64], dst[64], buf[256];
+	struct efi_wc wc;
+	struct efi_pkt h;
+	size_t hl;
+
+	open_udp_pair(&t);
+	tpair_connect(&t, &cap, 1, 7, 1, 14, 7);
+	memset(src, 0x5a, sizeof(src));
+	memset(dst, 0, sizeof(dst));
+	struct efi_mr *ms = efi_reg_mr(t.pd[0], src, sizeof(src), EFI_ACCESS_LOCAL_WRITE);
+	struct efi_mr *md = efi_reg_mr(t.pd[1], dst, sizeof(dst), EFI_ACCESS_LOCAL_WRITE | EFI_ACCESS_REMOTE_WRITE);
+	ck_assert_ptr_nonnull(ms);
+	ck_assert_ptr_nonnull(md);
+
+	/* The forgery: QP 0's QPN as the source, the PSN QP 1 expects next,
+	 * an rkey that does not exist, from a port that is no lane of QP 0's
+	 * context. */
+	const struct efi_qp_int *victim = (const struct efi_qp_int *)t.qp[1];
+	memset(&h, 0, sizeof(h));
+	h.version = EFI_WIRE_VERSION;
+	h.opcode = EFI_OP_WRITE_ONLY;
+	h.flags = EFI_PKT_F_ACKREQ;
+	h.dest_qpn = t.qp[1]->qp_num;
+	h.src_qpn = t.qp[0]->qp_num;
+	h.psn = victim->rcv_psn;
+	h.reth.va = (uintptr_t)dst;
+	h.reth.rkey = md->rkey ^ 0x5a5a5a5au;
+	h.reth.dma_len = 8;
+	hl = efi_pkt_build_hdr(buf, sizeof(buf) - 8, &h);
+	ck_assert_uint_gt(hl, 0);
+	memset(buf + hl, 0xee, 8);
+	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	struct sockaddr_in6 to = { .sin6_family = AF_INET6,
+				   .sin6_port = htons((uint16_t)efi_lane_port(victim->ctx->p.port_base, 0,
+									       t.qp[1]->qp_num)) };
+	inet_pton(AF_INET6, "::ffff:127.0.0.1", &to.sin6_addr);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(sendto(fd, buf, hl + 8, 0, (struct sockaddr *)&to, sizeof(to)), (ssize_t)(hl + 8));
+	close(fd);
+	/* QP 1 sees them (its progress thread runs) and drops them */
+	for (int i = 0; i < 2000; i++) {
+		ck_assert_int_eq(efi_query_qp_counters(t.qp[1], &c), 0);
+		if (c.drop_reasons[EFI_DROP_BAD_SOURCE] >= 3)
+			break;
+		usleep(1000);
+	}
+	ck_assert_uint_ge(c.drop_reasons[EFI_DROP_BAD_SOURCE], 3);
+
+	/* The real peer is still served. */
+	struct efi_sge sg = { (uintptr_t)src, sizeof(src), ms->lkey };
+	struct efi_send_wr w = { .wr_id = 9, .sg_list = &sg, .num_sge = 1, .opcode = EFI_WR_RDMA_WRITE,
+				 .wr.rdma = { (uintptr_t)dst, md->rkey } }, *wb;
+	ck_assert_int_eq(efi_post_send(t.qp[0], &w, &wb), 0);
+	ck_assert_int_eq(tpoll(t.cq[0], &wc, 1, 20000), 1);
+	ck_assert_int_eq(wc.status, EFI_WC_SUCCESS);
+	ck_assert(memcmp(src, dst, sizeof(src)) == 0);
+	efi_dereg_mr(ms);
+	efi_dereg_mr(md);
+	tpair_close(&t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("efi_udp");
@@ -232,6 +308,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_udp_rdma);
 	tcase_add_test(tc, test_udp_no_syscalls);
+	tcase_add_test(tc, test_udp_forged_write_dropped);
 	suite_add_tcase(s, tc);
 	return s;
 }
