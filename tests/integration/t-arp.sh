@@ -45,6 +45,33 @@ for _ in 1 2 3 4 5; do
 	assert_eq "$M1" "$(resolved 10.93.0.2)" "MAC $B resolves for $A/efi1's address"
 done
 
+# The traffic that failed with both on one segment ("retry counter
+# exceeded": B's packets for efi0's address went to efi1's MAC, and efi0's
+# wire sockets, bound to efi0, never saw them): an RDMA Write through the
+# connection manager to A's efi0 from B.  The server listens before the
+# client connects: a client that finds no listener yet is run again, a few
+# times.  (To efi1, the second interface, the connect still fails as
+# "unreachable": issue 22, open — see the note of 2026-12-06.)
+EFI_PERF=${EFI_PERF:-$top_builddir/tools/efi-perf/efi-perf}
+cm_transfer() { # DEV ADDR SERVICE
+	local spid try
+	ip netns exec "$A" env EFI_SOCKET="$SOCK" timeout -k 5 60 "$EFI_PERF" write_bw -d "$1" -p "$3" -n 300 \
+		>"$TMPD/server-$1" 2>&1 &
+	spid=$!
+	TRACK_BGPIDS+=("$spid")
+	for try in 1 2 3 4 5 6 7 8 9 10; do
+		sleep 0.5
+		ip netns exec "$B" env EFI_SOCKET="$SOCK" timeout -k 5 60 "$EFI_PERF" write_bw -p "$3" -n 300 "$2" \
+			>"$TMPD/client-$1" 2>&1 && break
+		pid_running "$spid" || break
+		log "client to $2 (try $try): $(tail -n 1 "$TMPD/client-$1")"
+	done
+	wait "$spid" || fail "efi-perf server on $A/$1 failed: $(cat "$TMPD/server-$1") client: $(cat "$TMPD/client-$1")"
+	grep -q "BW" "$TMPD/client-$1" || fail "no RDMA Write to $A/$1 ($2): $(cat "$TMPD/client-$1")"
+}
+cm_transfer efi0 10.93.0.1 18601
+log "an RDMA Write through the connection manager to $A/efi0"
+
 log "an interface made without them (an older efid) gets them at the next start"
 ip netns exec "$A" sysctl -qw net.ipv4.conf.efi0.arp_ignore=0 net.ipv4.conf.efi0.arp_announce=0
 efid_stop main
