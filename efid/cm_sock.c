@@ -8,10 +8,19 @@
  * to instance addresses is needed, and two efids on one machine (or two
  * machines) find each other the same way.  ICMP errors are read too
  * (IP_RECVERR): "nobody on that port" means no efid serves the address.
+ *
+ * An instance may have several addresses (interfaces), on one segment even:
+ * every answer leaves from the address its transaction was addressed to
+ * (the destination of the datagrams received for that tid, IP_PKTINFO),
+ * since the peer matches answers by the address it sent to.  Left to the
+ * routing table, an answer for efi1's address left from efi0's, and the
+ * requester, never hearing from the address it asked, gave up as
+ * "unreachable" (issue 22).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <time.h> /* before linux/errqueue.h, which needs struct timespec */
 #include <linux/errqueue.h>
 #include <netinet/in.h>
@@ -30,6 +39,8 @@
 #include "netns.h"
 #include "store.h"
 
+#define CM_LEARNED_SLOTS 1024u
+
 struct cm_sock {
 	struct cm_sock *next;
 	struct efid *d;
@@ -39,6 +50,14 @@ struct cm_sock {
 	sd_event_source *src;
 	bool seen;       /* cm_sync: still recorded */
 	bool warned;     /* bind failure logged once */
+	/* The local address each recent transaction was addressed to, by
+	 * tid (direct-mapped: a collision forgets one, whose answers then
+	 * leave from the routing table's choice, as they did before). */
+	struct {
+		uint64_t tid;
+		struct in6_addr local;
+		bool valid;
+	} learned[CM_LEARNED_SLOTS];
 };
 
 static void sock_free(struct cm_sock *s)
@@ -72,6 +91,10 @@ static int make_cm_socket_in_netns(void *ud)
 	m->step = "IP_RECVERR";
 	if (setsockopt(m->fd, IPPROTO_IPV6, IPV6_RECVERR, &on, sizeof(on)) < 0 ||
 	    setsockopt(m->fd, IPPROTO_IP, IP_RECVERR, &on, sizeof(on)) < 0)
+		goto fail;
+	m->step = "IPV6_RECVPKTINFO";
+	if (setsockopt(m->fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on)) < 0 ||
+	    setsockopt(m->fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on)) < 0)
 		goto fail;
 	m->step = "bind";
 	if (bind(m->fd, (struct sockaddr *)&sin6, sizeof(sin6)) < 0)
@@ -115,6 +138,39 @@ static void read_errors(struct cm_sock *s)
 	}
 }
 
+/* The destination address of a received datagram (its IP_PKTINFO or
+ * IPV6_PKTINFO), as an IPv6 or IPv4-mapped address. */
+static bool local_address(struct msghdr *msg, struct in6_addr *out)
+{
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
+		if (cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_PKTINFO) {
+			struct in6_pktinfo pi;
+			memcpy(&pi, CMSG_DATA(cm), sizeof(pi));
+			*out = pi.ipi6_addr;
+			return true;
+		}
+		if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO) {
+			struct in_pktinfo pi;
+			memcpy(&pi, CMSG_DATA(cm), sizeof(pi));
+			memset(out, 0, sizeof(*out));
+			out->s6_addr[10] = 0xff;
+			out->s6_addr[11] = 0xff;
+			memcpy(&out->s6_addr[12], &pi.ipi_addr, 4);
+			return true;
+		}
+	}
+	return false;
+}
+
+static void learn(struct cm_sock *s, uint64_t tid, const struct in6_addr *local)
+{
+	unsigned i = (unsigned)(tid % CM_LEARNED_SLOTS);
+
+	s->learned[i].tid = tid;
+	s->learned[i].local = *local;
+	s->learned[i].valid = true;
+}
+
 static int on_datagram(sd_event_source *src, int fd, uint32_t revents, void *userdata)
 {
 	struct cm_sock *s = userdata;
@@ -129,8 +185,17 @@ static int on_datagram(sd_event_source *src, int fd, uint32_t revents, void *use
 	for (int burst = 0; burst < 64 && (revents & EPOLLIN); burst++) {
 		uint8_t buf[CM_WIRE_MAX + 1];
 		struct sockaddr_in6 from;
-		socklen_t fl = sizeof(from);
-		ssize_t n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+		union {
+			char buf[256];
+			struct cmsghdr align;
+		} ctl;
+		struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+		struct msghdr msg = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov,
+				      .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+		struct in6_addr local;
+		bool have_local;
+		ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT);
+		socklen_t fl = msg.msg_namelen;
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				break;
@@ -148,6 +213,9 @@ static int on_datagram(sd_event_source *src, int fd, uint32_t revents, void *use
 				  strerror(-r));
 			continue;
 		}
+		have_local = local_address(&msg, &local);
+		if (have_local)
+			learn(s, m.tid, &local);
 		cm_input(d, instance, &from, &m);
 	}
 	return 0;
@@ -272,11 +340,30 @@ int cm_sock_send(struct efid *d, const char *instance, const struct sockaddr_in6
 		return n;
 	struct sockaddr_in6 dst = *to;
 	dst.sin6_port = htons((uint16_t)d->config.cm_port);
+	struct iovec iov = { .iov_base = buf, .iov_len = (size_t)n };
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+		struct cmsghdr align;
+	} ctl;
+	struct msghdr mh = { .msg_name = &dst, .msg_namelen = sizeof(dst), .msg_iov = &iov, .msg_iovlen = 1 };
+	unsigned i = (unsigned)(msg->tid % CM_LEARNED_SLOTS);
+	if (s->learned[i].valid && s->learned[i].tid == msg->tid) {
+		/* from the address this transaction was addressed to (IPV6_PKTINFO
+		 * serves IPv4-mapped destinations too) */
+		struct in6_pktinfo pi = { .ipi6_addr = s->learned[i].local };
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = sizeof(ctl.buf);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = IPPROTO_IPV6;
+		cm->cmsg_type = IPV6_PKTINFO;
+		cm->cmsg_len = CMSG_LEN(sizeof(pi));
+		memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
+	}
 	/* Errors reported here (an earlier ICMP error, no route) are the
 	 * caller's to act on: this never calls back into cm.c. */
 	for (int tries = 0;; tries++) {
-		if (sendto(s->fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL,
-			   (struct sockaddr *)&dst, sizeof(dst)) >= 0)
+		if (sendmsg(s->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
 			return 0;
 		/* A pending ICMP error of an earlier datagram (to anyone) is
 		 * reported by the next call and then cleared; its details wait

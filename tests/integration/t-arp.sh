@@ -46,12 +46,13 @@ for _ in 1 2 3 4 5; do
 done
 
 # The traffic that failed with both on one segment ("retry counter
-# exceeded": B's packets for efi0's address went to efi1's MAC, and efi0's
-# wire sockets, bound to efi0, never saw them): an RDMA Write through the
-# connection manager to A's efi0 from B.  The server listens before the
-# client connects: a client that finds no listener yet is run again, a few
-# times.  (To efi1, the second interface, the connect still fails as
-# "unreachable": issue 22, open — see the note of 2026-12-06.)
+# exceeded"): an RDMA Write through the connection manager from B to each
+# of A's interfaces.  To efi0 it needs the ARP settings (B's packets for
+# efi0's address went to efi1's MAC, and efi0's wire sockets, bound to
+# efi0, never saw them); to efi1, efid's answers leaving from the address
+# the request was sent to (they left from efi0's, and B's efid, matching
+# answers by address, reported "unreachable").  The server listens before
+# the client connects: a client that finds no listener yet is run again.
 EFI_PERF=${EFI_PERF:-$top_builddir/tools/efi-perf/efi-perf}
 cm_transfer() { # DEV ADDR SERVICE
 	local spid try
@@ -70,7 +71,8 @@ cm_transfer() { # DEV ADDR SERVICE
 	grep -q "BW" "$TMPD/client-$1" || fail "no RDMA Write to $A/$1 ($2): $(cat "$TMPD/client-$1")"
 }
 cm_transfer efi0 10.93.0.1 18601
-log "an RDMA Write through the connection manager to $A/efi0"
+cm_transfer efi1 10.93.0.2 18602
+log "RDMA Writes through the connection manager to $A/efi0 and $A/efi1"
 
 log "an interface made without them (an older efid) gets them at the next start"
 ip netns exec "$A" sysctl -qw net.ipv4.conf.efi0.arp_ignore=0 net.ipv4.conf.efi0.arp_announce=0
