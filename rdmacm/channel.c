@@ -153,17 +153,22 @@ void rcm_unwatch_all(struct rcm_id *id)
 static void collect(struct rcm_channel *ch)
 {
 	struct epoll_event ee[16];
-	int n, i;
+	int n, i, pass;
 
 	n = epoll_wait(ch->ch.fd, ee, 16, 0);
-	for (i = 0; i < n; i++) {
-		struct rcm_src *s = ee[i].data.ptr;
-		struct efi_cm_event ev;
+	/* connections first, then listeners: a client's next request must
+	 * not overtake the ESTABLISHED or DISCONNECTED of its last connection
+	 * when both wait (the kernel delivers them in that order) */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < n; i++) {
+			struct rcm_src *s = ee[i].data.ptr;
+			struct efi_cm_event ev;
 
-		if (!s)
-			continue;	/* the eventfd: the queue says it all */
-		while (s->eid && efi_cm_get_event(s->eid, &ev, 0) == 0)
-			rcm_translate(s, &ev);
+			if (!s || (s->owner->state == RCM_LISTEN) != pass)
+				continue;	/* NULL: the eventfd; the queue says it all */
+			while (s->eid && efi_cm_get_event(s->eid, &ev, 0) == 0)
+				rcm_translate(s, &ev);
+		}
 	}
 }
 
