@@ -24,10 +24,14 @@ RCM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 	return rcm_err(ENOSYS);
 }
 
-/* Accepts anything rdma_create_ep could not have made: fails with nothing. */
+/* As librdmacm's: the id's QP, then the id (its SRQ and private channel
+ * cannot exist here).  Works on any id, as librdmacm's does. */
 RCM_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 {
-	(void)id;
+	if (!id)
+		return;
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
 }
 
 RCM_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
