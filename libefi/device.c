@@ -428,6 +428,7 @@ int efi_query_device(struct efi_context *context, struct efi_device_attr *attr)
 		return EINVAL;
 	memset(attr, 0, sizeof(*attr));
 	snprintf(attr->fw_ver, sizeof(attr->fw_ver), "libefi %s", PACKAGE_VERSION);
+	attr->vendor_id = EFI_VENDOR_ID;
 	attr->max_mr_size = EFI_MAX_MR_SIZE;
 	attr->page_size_cap = 4096;
 	attr->max_qp = EFI_QPN_PER_BLOCK;

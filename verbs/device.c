@@ -204,7 +204,7 @@ EFIV_EXPORT int ibv_close_device(struct ibv_context *context)
  * reports "bmt".  As an IEEE OUI it has the group bit set (0x45), so no NIC
  * vendor can own it: programs that key quirks on vendor_id (perftest, UCX)
  * treat EFI as the generic device it is. */
-#define EFIV_VENDOR_ID 0x454649
+#define EFIV_VENDOR_ID EFI_VENDOR_ID
 
 EFIV_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
 {

@@ -110,13 +110,18 @@ enum efi_atomic_cap {
 	EFI_ATOMIC_GLOB,	/* also against the CPU's atomics on the target */
 };
 
+/* The vendor id every EFI device reports: "EFI" in ASCII.  Its first byte
+ * has the IEEE group bit set, so it is no valid OUI and no NIC vendor owns
+ * it (docs/verbs.md). */
+#define EFI_VENDOR_ID 0x454649u
+
 struct efi_device_attr {
 	char fw_ver[64];		/* libefi's version */
 	uint64_t node_guid;		/* network byte order */
 	uint64_t sys_image_guid;	/* network byte order */
 	uint64_t max_mr_size;		/* bytes one MR may cover */
 	uint64_t page_size_cap;
-	uint32_t vendor_id;
+	uint32_t vendor_id;		/* EFI_VENDOR_ID */
 	uint32_t vendor_part_id;
 	uint32_t hw_ver;
 	int max_qp;			/* QPs per context */

@@ -382,6 +382,7 @@ START_TEST(test_objects)
 	ck_assert_int_eq(efi_destroy_qp(NULL), 0);
 	ck_assert_int_eq(efi_query_device(T.ctx[0], &da), 0);
 	ck_assert_int_eq(da.max_sge, 32);
+	ck_assert_uint_eq(da.vendor_id, EFI_VENDOR_ID);	/* "EFI", as the verbs layer reports it */
 	ck_assert_int_eq(efi_query_port(T.ctx[0], 1, &pa), 0);
 	ck_assert_int_eq(pa.state, EFI_PORT_ACTIVE);
 	ck_assert_int_eq(pa.active_mtu, EFI_MTU_1024);
