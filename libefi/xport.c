@@ -21,10 +21,10 @@
  * own channel): a forged Write from another process of the peer's instance
  * failed the QP with a remote access error (issue 22).
  */
-static bool from_peer_lane(const struct efi_context_int *ctx, const struct efi_qp_int *qp,
-			   const struct sockaddr_in6 *from)
+static bool from_peer_lane(const struct efi_qp_int *qp, const struct sockaddr_in6 *from)
 {
-	uint32_t port = ntohs(from->sin6_port), lane0 = efi_lane_port(ctx->p.port_base, 0, qp->attr.dest_qp_num);
+	/* qp->peer is the peer's lane 0, set at RTR (qp.c) */
+	uint32_t port = ntohs(from->sin6_port), lane0 = ntohs(qp->peer.sin6_port);
 
 	if (!lane0 || port < lane0)
 		return false;
@@ -64,7 +64,7 @@ static void dispatch(struct efi_context_int *ctx, const struct efi_wire_pkt *wp)
 		efi_count_drop(&qp->cnt, EFI_DROP_BAD_KEY);
 		return;
 	}
-	if (!qp->conn_key && ctx->wire->source_ports && !from_peer_lane(ctx, qp, &wp->peer)) {
+	if (!qp->conn_key && ctx->wire->source_ports && !from_peer_lane(qp, &wp->peer)) {
 		efi_count_drop(&qp->cnt, EFI_DROP_BAD_SOURCE);
 		return;
 	}
