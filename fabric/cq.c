@@ -214,6 +214,12 @@ static ssize_t cq_readerr(struct fid_cq *fcq, struct fi_cq_err_entry *e, uint64_
 	e->data = 0;
 	e->tag = 0;
 	e->olen = 0;
+	/* A truncated receive: its buffer holds the message's first byte_len
+	 * bytes, vendor_err more did not fit (efi.h, EFI_WC_LOC_LEN_ERR). */
+	if (wc.status == EFI_WC_LOC_LEN_ERR) {
+		e->len = wc.byte_len;
+		e->olen = wc.vendor_err;
+	}
 	e->err = wc_errno(wc.status);
 	e->prov_errno = (int)wc.status;
 	e->err_data_size = 0;

@@ -93,6 +93,10 @@ static void recv_complete(struct efi_qp_int *qp, const struct efi_pkt *pkt, enum
 	wc.status = st;
 	wc.opcode = op;
 	wc.byte_len = byte_len;
+	/* A message longer than its receive: what did not fit, for
+	 * fi_cq_readerr's olen (efi.h, EFI_WC_LOC_LEN_ERR). */
+	if (st == EFI_WC_LOC_LEN_ERR)
+		wc.vendor_err = qp->resp_over;
 	wc.qp_num = qp->pub.qp_num;
 	wc.src_qp = pkt->src_qpn;
 	if (pkt->hdrs & EFI_HDR_IMMDT) {
@@ -149,9 +153,9 @@ static bool rd_room(struct efi_qp_int *qp)
 
 static void handle_send(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 {
-	uint8_t op = pkt->opcode;
 	bool first = pkt->flags & EFI_PKT_F_FIRST, last = pkt->flags & EFI_PKT_F_LAST;
 	struct efi_rwqe *r;
+	uint32_t room, take;
 
 	if ((first && qp->resp_op != RESP_IDLE) || (!first && qp->resp_op != RESP_SEND)) {
 		nak(qp, pkt, EFI_NAK_INV_REQ);
@@ -161,15 +165,24 @@ static void handle_send(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 		if (!need_rwqe(qp, pkt))
 			return;
 		qp->resp_off = 0;
+		qp->resp_over = 0;
 	}
 	r = cur_rwqe(qp);
-	if (pkt->payload_len > r->length - qp->resp_off) {
-		recv_complete(qp, pkt, EFI_WC_LOC_LEN_ERR, EFI_WC_RECV, 0);
+	/* A message longer than the receive fills the buffers and is taken to
+	 * its last packet (ACKed as usual), so that the error completion can
+	 * say how much did not fit; then the QP fails as verbs says, with the
+	 * NAK on the last packet's PSN. */
+	room = r->length - qp->resp_off;
+	take = pkt->payload_len < room ? (uint32_t)pkt->payload_len : room;
+	if (take)
+		efi_sge_copy_in(r->sge, r->num_sge, qp->resp_off, pkt->payload, take);
+	qp->resp_off += take;
+	qp->resp_over += (uint32_t)pkt->payload_len - take;
+	if (last && qp->resp_over) {
+		recv_complete(qp, pkt, EFI_WC_LOC_LEN_ERR, EFI_WC_RECV, qp->resp_off);
 		nak(qp, pkt, EFI_NAK_INV_REQ);
 		return;
 	}
-	efi_sge_copy_in(r->sge, r->num_sge, qp->resp_off, pkt->payload, (uint32_t)pkt->payload_len);
-	qp->resp_off += (uint32_t)pkt->payload_len;
 	qp->rcv_psn = efi_psn_add(qp->rcv_psn, 1);
 	if (last) {
 		qp->msn = (qp->msn + 1) & EFI_MSN_MASK;
@@ -178,7 +191,6 @@ static void handle_send(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 	} else {
 		qp->resp_op = RESP_SEND;
 	}
-	(void)op;
 }
 
 static void handle_write(struct efi_qp_int *qp, const struct efi_pkt *pkt)

@@ -293,7 +293,10 @@ int efi_destroy_cq(struct efi_cq *cq);
 
 enum efi_wc_status {
 	EFI_WC_SUCCESS,
-	EFI_WC_LOC_LEN_ERR,		/* receive buffer too small for the Send */
+	EFI_WC_LOC_LEN_ERR,		/* receive buffer too small for the Send:
+					 * byte_len bytes placed (the buffers
+					 * full), vendor_err = bytes that did
+					 * not fit */
 	EFI_WC_LOC_QP_OP_ERR,
 	EFI_WC_LOC_EEC_OP_ERR,
 	EFI_WC_LOC_PROT_ERR,		/* an SGE outside its MR or a bad lkey */

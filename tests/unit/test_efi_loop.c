@@ -623,20 +623,31 @@ START_TEST(test_rkey_violation)
 }
 END_TEST
 
-/* A Send longer than the receive: LOC_LEN_ERR at the responder,
- * REM_INV_REQ_ERR at the requester. */
+/* A Send longer than the receive: LOC_LEN_ERR at the responder, with the
+ * buffer filled by the message's first bytes, byte_len what was placed and
+ * vendor_err what did not fit (libfabric's olen); REM_INV_REQ_ERR at the
+ * requester.  4000 bytes over a 1500-byte link is a multi-packet message:
+ * the overflow starts in its first packet and the count still covers them
+ * all. */
 START_TEST(test_loc_len_err)
 {
 	struct tpair t;
 	uint8_t src[4000], dst[100];
+	struct efi_wc wc;
 
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 7 + 3);
+	memset(dst, 0, sizeof(dst));
 	tpair_open(&t, 1500, NULL);
 	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
 	struct efi_mr *ms = reg(t.pd[0], src, sizeof(src)), *md = reg(t.pd[1], dst, sizeof(dst));
 	post_recv1(t.qp[1], 5, dst, sizeof(dst), md);
 	post_recv1(t.qp[1], 6, dst, sizeof(dst), md);
 	ck_assert_int_eq(post1(t.qp[0], EFI_WR_SEND, 1, src, 4000, ms, 0, 0, 0), 0);
-	expect_wc(t.cq[1], EFI_WC_LOC_LEN_ERR, 5, NULL);
+	expect_wc(t.cq[1], EFI_WC_LOC_LEN_ERR, 5, &wc);
+	ck_assert_uint_eq(wc.byte_len, sizeof(dst));
+	ck_assert_uint_eq(wc.vendor_err, sizeof(src) - sizeof(dst));
+	ck_assert_mem_eq(dst, src, sizeof(dst));
 	expect_wc(t.cq[1], EFI_WC_WR_FLUSH_ERR, 6, NULL);
 	expect_wc(t.cq[0], EFI_WC_REM_INV_REQ_ERR, 1, NULL);
 	efi_dereg_mr(ms);
