@@ -99,7 +99,7 @@ struct efi_cm_id * efi_cm_id_new(enum cm_id_kind kind, struct efi_context *ctx, 
 		return NULL;
 	id->kind = kind;
 	id->context = ctx;
-	id->stop_fd = id->ready_fd = -1;
+	id->ready_fd = -1;
 	pthread_mutex_init(&id->lock, NULL);
 	if (connect) {
 		int r = ctl_client_connect(NULL, &id->ctl);

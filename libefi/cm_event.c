@@ -1,25 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Connection-manager events: turning efid's event frames into struct
- * efi_cm_event and doing what each stands for, and the watcher thread of
- * each connection, which does it the moment a frame arrives (a peer that
- * died puts the QP in ERR at once, whether or not the application is
- * looking at its channel), then queues the event for efi_cm_get_event.
+ * efi_cm_event and doing what each stands for, and efi_cm_get_event, which
+ * hands a listener's events straight from its control connection and a
+ * connection's from the queue the context's watcher (cm_watch.c) fills.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "cm_int.h"
 #include "efi_int.h"
-
-#define WATCHER_STACK (256u * 1024u)
 
 
 static const struct ctl_policy event_policy[EFI_A_MAX] = {
@@ -167,129 +162,6 @@ int efi_cm_take_event(struct efi_cm_id *id, const struct ctl_reply *f, struct ef
 	default:
 		return EAGAIN; /* an event this libefi does not know */
 	}
-}
-
-/* ---- the watcher ---------------------------------------------------------- */
-
-static void push_event(struct efi_cm_id *id, int err, const struct efi_cm_event *ev)
-{
-	struct queued_event *q = calloc(1, sizeof(*q));
-	if (!q)
-		return; /* the application then waits in vain: only without memory */
-	q->err = err;
-	if (ev)
-		q->ev = *ev;
-	pthread_mutex_lock(&id->lock);
-	if (id->events_tail)
-		id->events_tail->next = q;
-	else
-		id->events = q;
-	id->events_tail = q;
-	pthread_mutex_unlock(&id->lock);
-	uint64_t one = 1;
-	ssize_t w = write(id->ready_fd, &one, sizeof(one));
-	(void)w; /* an eventfd counter cannot overflow from this */
-}
-
-/* The next frame: one a call set aside, else one from efid (or stop). */
-static int next_frame(struct efi_cm_id *id, struct ctl_reply *f)
-{
-	if (id->queue) {
-		struct queued_frame *q = id->queue;
-		id->queue = q->next;
-		if (!id->queue)
-			id->queue_tail = NULL;
-		*f = q->frame;
-		free(q);
-		return 0;
-	}
-	struct pollfd pfd[2] = {
-		{ .fd = ctl_client_fd(id->ctl), .events = POLLIN },
-		{ .fd = id->stop_fd, .events = POLLIN },
-	};
-	for (;;) {
-		int n = poll(pfd, 2, -1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno;
-		if (pfd[1].revents)
-			return ECANCELED;
-		int r = ctl_client_recv(id->ctl, f, 0);
-		if (r == -ETIMEDOUT)
-			continue;
-		return r < 0 ? -r : 0;
-	}
-}
-
-static void *watch(void *arg)
-{
-	struct efi_cm_id *id = arg;
-	for (;;) {
-		struct ctl_reply f;
-		struct efi_cm_event ev;
-		int r = next_frame(id, &f);
-		if (r == ECANCELED)
-			break;
-		if (r) {
-			/* efid went away: the application hears it once */
-			push_event(id, r == EPROTO ? EPROTO : ECONNRESET, NULL);
-			break;
-		}
-		r = efi_cm_take_event(id, &f, &ev);
-		ctl_reply_free(&f);
-		if (r == 0)
-			push_event(id, 0, &ev);
-		else if (r != EAGAIN)
-			push_event(id, r, NULL);
-	}
-	return NULL;
-}
-
-int efi_cm_watch(struct efi_cm_id *id)
-{
-	pthread_attr_t attr;
-	sigset_t all, old;
-	int r;
-
-	id->ready_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
-	id->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (id->ready_fd < 0 || id->stop_fd < 0) {
-		r = errno;
-		goto fail;
-	}
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, WATCHER_STACK);
-	/* the application's signals go to the application's threads */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	r = pthread_create(&id->watcher, &attr, watch, id);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	if (r)
-		goto fail;
-	id->watching = true;
-	return 0;
-fail:
-	if (id->ready_fd >= 0)
-		close(id->ready_fd);
-	if (id->stop_fd >= 0)
-		close(id->stop_fd);
-	id->ready_fd = id->stop_fd = -1;
-	return r;
-}
-
-void efi_cm_unwatch(struct efi_cm_id *id)
-{
-	if (!id->watching)
-		return;
-	uint64_t one = 1;
-	ssize_t w = write(id->stop_fd, &one, sizeof(one));
-	(void)w;
-	pthread_join(id->watcher, NULL);
-	close(id->stop_fd);
-	id->stop_fd = -1;
-	id->watching = false;
 }
 
 /* ---- efi_cm_get_event --------------------------------------------------- */

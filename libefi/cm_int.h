@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The connection manager's client side, internals shared by cm.c (the calls)
- * and cm_event.c (events and the watcher thread).  Not exported. */
+/* The connection manager's client side, internals shared by cm.c (the calls),
+ * cm_event.c (events) and cm_watch.c (the context's watcher thread).  Not
+ * exported. */
 #ifndef EFI_LIBEFI_CM_INT_H
 #define EFI_LIBEFI_CM_INT_H
 
@@ -44,14 +45,14 @@ struct efi_cm_id {
 	union efi_gid peer_gid;		/* the peer QP's GID */
 	union efi_gid local_gid;	/* this side's */
 	uint32_t psn;
-	/* Connections: a watcher thread reads the control connection, does
-	 * what each event stands for (QP to RTS, QP to ERR) the moment it
-	 * arrives, and queues the event for the application, whose channel is
-	 * ready_fd.  Without it a peer's death would reach the QP only when the
-	 * application looked at its channel. */
-	pthread_t watcher;
-	bool watching;
-	int stop_fd;			/* eventfd: the watcher quits */
+	/* Connections: the context's watcher (cm_watch.c) reads the control
+	 * connection, does what each event stands for (QP to RTS, QP to ERR)
+	 * the moment it arrives, and queues the event for the application,
+	 * whose channel is ready_fd.  Without it a peer's death would reach the
+	 * QP only when the application looked at its channel. */
+	bool watching;			/* registered with the context's watcher */
+	bool dead;			/* the channel failed (watcher only) */
+	uint64_t token;			/* the watcher's slot and generation */
 	int ready_fd;			/* eventfd (semaphore): one count per queued event */
 	pthread_mutex_t lock;		/* the event queue, and sending on ctl */
 	struct queued_event *events, *events_tail;
@@ -71,9 +72,13 @@ void efi_cm_unbind_id(struct efi_cm_id *id);
 /* Turns one frame into *ev, doing the QP work it stands for.  Returns 0
  * (deliver ev), EAGAIN (nothing for the application), or an errno. */
 int efi_cm_take_event(struct efi_cm_id *id, const struct ctl_reply *f, struct efi_cm_event *ev);
-/* Starts the watcher of a connection.  Returns 0 or an errno. */
+
+/* cm_watch.c */
+/* Hands a connection to its context's watcher (started on first use) and
+ * makes its channel (ready_fd).  Returns 0 or an errno. */
 int efi_cm_watch(struct efi_cm_id *id);
-/* Stops and joins it (no-op when not running). */
+/* Takes it back; the watcher no longer touches id when this returns (no-op
+ * when not watched). */
 void efi_cm_unwatch(struct efi_cm_id *id);
 
 #endif

@@ -405,6 +405,7 @@ int efi_close_device(struct efi_context *context)
 	pthread_mutex_unlock(&ctx->obj_lock);
 	if (busy)
 		return EBUSY;
+	efi_cm_context_close(ctx);	/* before the QPs' machinery goes */
 	efi_lease_stop(ctx->lease);	/* ends the lease */
 	ctx->lease = NULL;
 	efi_progress_stop(ctx);

@@ -225,6 +225,9 @@ struct efi_context_int {
 	int stop_fd;			/* eventfd: tells the progress thread to quit */
 	_Atomic uint64_t app_active_ns;	/* last time efi_poll_cq ran the transport (relaxed) */
 	struct efi_lease *lease;		/* lease.c: efid restarts, revoke, quota; or NULL */
+	/* cm_watch.c: the thread serving all CM connections of the context,
+	 * started with the first one; NULL before */
+	struct efi_cm_watcher *_Atomic cm_watcher;
 	struct efi_countershm *cshm;	/* counters page efid reads, or NULL (counters.c) */
 	struct efi_pt pt;		/* efid's path table (path_table.h), under lock */
 	uint64_t cshm_next_ns;		/* progress thread only: next publication */
@@ -595,6 +598,9 @@ void efi_sge_copy_in(const struct efi_sge_int *sge, uint32_t nsge, uint32_t off,
 /* Where bytes [off, off + len) of an SGE list lie, when they lie in one
  * SGE; NULL when they span several (or lie beyond the list). */
 const uint8_t *efi_sge_contig(const struct efi_sge_int *sge, uint32_t nsge, uint32_t off, uint32_t len);
+
+/* cm_watch.c: stops the context's CM watcher, if it ever started. */
+void efi_cm_context_close(struct efi_context_int *ctx);
 
 /* progress.c */
 int efi_progress_start(struct efi_context_int *ctx);

@@ -22,8 +22,8 @@
  * for is done by libefi as soon as efid reports it, whether or not the
  * application takes the event: the client's QP goes to RTS when the server
  * accepts, and a connection's QP goes to ERR (outstanding work flushes)
- * when the peer disconnects or dies.  Each connection has a small thread of
- * its own for this.  One thread at a time per id.  See
+ * when the peer disconnects or dies.  One thread per context does this for
+ * all its connections.  One thread at a time per id.  See
  * docs/connection-manager.md.
  */
 #ifndef EFI_EFI_CM_H
