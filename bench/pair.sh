@@ -26,6 +26,21 @@ efi_perf() {
 	jq -r '.results[0] | "\(.bw_avg_gbps // "-") \(.t_typical_us // "-") \(.t_p99_us // "-")"' <<<"$out" 2>/dev/null
 }
 
+# efi_perf_lat TEST SERVER_ARGS ARGS...: one latency run (the server
+# with SERVER_ARGS, e.g. -e, the client with ARGS); "p50 avg p99 p99.9" in
+# microseconds from its JSON (or nothing when it failed)
+efi_perf_lat() {
+	local test=$1 sargs=$2 spid out
+	shift 2
+	# shellcheck disable=SC2086 # sargs: no option or a few words
+	srv timeout $((DURATION + 30)) "$EFI_PERF" "$test" $sargs >/dev/null 2>&1 &
+	spid=$!
+	out=$(cli timeout $((DURATION + 30)) "$EFI_PERF" "$test" --json "$@" "$IP_A" 2>/dev/null)
+	wait "$spid" 2>/dev/null
+	jq -r '.results[0] | "\(.t_typical_us // "-") \(.t_avg_us // "-") \(.t_p99_us // "-") \(.t_p99_9_us // "-")"' \
+		<<<"$out" 2>/dev/null
+}
+
 # iperf3_gbps CC: one run of iperf3 with that congestion control, 64 KiB writes
 iperf3_gbps() {
 	local spid out cc=$1

@@ -9,7 +9,11 @@
 #     receiver (what it received, from its first datagram to its last), and
 #     an 8-byte ping-pong spinning on non-blocking sockets (half round trip);
 #   - kernel TCP: iperf3 -C cubic and -C bbr, 64 KiB writes;
-#   - EFI: efi-perf TESTS at SIZES (Gb/s), and send_lat 8 B (half round trip)
+#   - EFI: efi-perf TESTS at SIZES (Gb/s);
+#   - latency, 8 B, half the round trip (p50, average, p99, p99.9): kernel
+#     TCP (sockperf ping-pong), efi-perf send_lat, write_lat, read_lat and
+#     atomic_lat polled, send_lat with events (-e: completion channel), and
+#     perftest's ib_send_lat through efi-run (when perftest is installed)
 # and prints medians of RUNS runs with the ratios EFI/cubic, EFI/bbr and
 # EFI/UDP limit (EFI/UDP for latency).  The runs are interleaved: round r
 # runs every case once, so the machine's noise falls on all of them alike.
@@ -24,10 +28,11 @@
 #
 # Environment: RUNS (5), DURATION seconds per run (3), SERVER_CPU (1),
 # CLIENT_CPU (0), SIZES ("64K 1M 8M": efi-perf -s), TESTS ("write_bw
-# read_bw send_bw": efi-perf bandwidth tests), TABLES ("on off": the offload
-# settings, one table each).  About 4 minutes per table with RUNS=3
-# DURATION=2.
-# Needs root, iperf3, jq and the testbed's tools (ip, tc, bpftool, nsenter;
+# read_bw send_bw": efi-perf bandwidth tests; "none": latency only), LATENCY
+# ("all": every latency row; "basic": the UDP and EFI send_lat rows only),
+# TABLES ("on off": the offload settings, one table each).  About 5 minutes
+# per table with RUNS=3 DURATION=2.
+# Needs root, iperf3, sockperf, jq and the testbed's tools (ip, tc, bpftool, nsenter;
 # clang or a built tests/testbed/bpf/loss.o); builds bench/udp-limit when
 # missing.  Everything it creates is removed on exit; it only sets addresses
 # inside the namespaces it created.
@@ -45,6 +50,18 @@ export top_builddir
 . "$(dirname "$0")/../tests/testbed/testbed.sh"
 tb_test_init vt
 command -v iperf3 >/dev/null || skip "iperf3 is not installed"
+: "${LATENCY:=all}"
+case $LATENCY in all | basic) ;; *) fail "LATENCY: all or basic, not '$LATENCY'" ;; esac
+if [ "$LATENCY" = all ]; then
+	command -v sockperf >/dev/null || skip "sockperf is not installed (apt-get install sockperf)"
+	: "${EFI_RUN:=$top_builddir/verbs/efi-run}"
+	: "${EFI_VERBS_LIB:=$top_builddir/verbs/.libs/libefi-verbs.so}"
+	export EFI_VERBS_LIB
+	# the uninstalled libefi-verbs.so finds the uninstalled libefi.so here
+	export LD_LIBRARY_PATH="$top_builddir/libefi/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+	HAVE_PERFTEST=0
+	command -v ib_send_lat >/dev/null && [ -x "$EFI_RUN" ] && HAVE_PERFTEST=1
+fi
 [ -x "$EFI_PERF" ] || fail "efi-perf not built at $EFI_PERF"
 [ -x "$UDP_LIMIT" ] || fail "udp-limit not built at $UDP_LIMIT"
 
@@ -58,14 +75,15 @@ done
 for s in $SIZES; do
 	[[ $s =~ ^[1-9][0-9]*[KMG]?$ ]] || fail "SIZES: efi-perf sizes (64K, 1M, 65536), not '$s'"
 done
+[ "$TESTS" = none ] && TESTS=""
 for t in $TESTS; do
-	case $t in send_bw | write_bw | read_bw) ;; *) fail "TESTS: send_bw, write_bw, read_bw, not '$t'" ;; esac
+	case $t in send_bw | write_bw | read_bw) ;; *) fail "TESTS: send_bw, write_bw, read_bw or none, not '$t'" ;; esac
 done
 for offl in $TABLES; do
 	case $offl in on | off) ;; *) fail "TABLES: on and/or off, not '$offl'" ;; esac
 done
-[ -n "$SIZES" ] && [ -n "$TESTS" ] && [ -n "$TABLES" ] || fail "SIZES, TESTS and TABLES must not be empty"
-UDP_PORT=19001 PING_PORT=19002
+[ -n "$SIZES" ] && [ -n "$TABLES" ] || fail "SIZES and TABLES must not be empty"
+UDP_PORT=19001 PING_PORT=19002 SOCKPERF_PORT=19003 PERFTEST_PORT=19004
 
 tb_up 2 1 1 on
 IP_A=$(tb_addr 1 a)
@@ -105,13 +123,44 @@ udp_lat() {
 	awk '$1 == "p50_us" {print $2, $4}' <<<"$out"
 }
 
+# sock_lat: one sockperf TCP ping-pong of 14 B (its smallest message): "p50 avg p99 p99.9" of the
+# half round trip (sockperf's "latency"), microseconds
+sock_lat() {
+	local spid out
+	srv timeout $((DURATION + 70)) sockperf sr --tcp -i "$IP_A" -p "$SOCKPERF_PORT" >/dev/null 2>&1 &
+	spid=$!
+	wait_for 10000 "sockperf server" listening "$SOCKPERF_PORT"
+	out=$(cli timeout $((DURATION + 30)) sockperf pp --tcp -i "$IP_A" -p "$SOCKPERF_PORT" -m 14 \
+		-t "$DURATION" 2>&1)
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	awk '/avg-latency=/ {sub(/.*avg-latency=/, ""); avg = $1 + 0}
+	     /percentile 50.000 =/ {p50 = $NF} /percentile 99.000 =/ {p99 = $NF}
+	     /percentile 99.900 =/ {p999 = $NF}
+	     END {if (p50 != "") print p50, avg, p99, p999}' <<<"$out"
+}
+
+# perftest_lat: one ib_send_lat of 8 B through efi-run, polled: "p50 avg
+# p99 p99.9" (perftest's t_typical, t_avg and percentiles), microseconds
+perftest_lat() {
+	local spid out n=$((DURATION * 50000))
+	srv timeout $((DURATION + 70)) "$EFI_RUN" ib_send_lat -x 0 -s 8 -n "$n" -p "$PERFTEST_PORT" \
+		>/dev/null 2>&1 &
+	spid=$!
+	wait_for 10000 "ib_send_lat server" listening "$PERFTEST_PORT"
+	out=$(cli timeout $((DURATION + 60)) "$EFI_RUN" ib_send_lat -x 0 -s 8 -n "$n" -p "$PERFTEST_PORT" \
+		"$IP_A" 2>/dev/null)
+	wait "$spid" 2>/dev/null
+	awk -v n="$n" '$1 == 8 && $2 == n {print $5, $6, $8, $9}' <<<"$out"
+}
+
 ROWFMT='| %-26s | %-36s | %8s | %9s | %7s | %13s |\n'
-LATFMT='| %-26s | %-19s | %8s | %8s | %11s | %11s |\n'
+LATFMT='| %-26s | %-31s | %7s | %7s | %7s | %7s | %7s | %7s | %7s | %7s |\n'
 
 # table OFFLOADS: every case RUNS times, round by round, with the
 # instances' offloads on or off; prints the tables
 table() {
-	local offl=$1 i t s k bw p50 p99 got sent
+	local offl=$1 i t s k bw p50 avg p99 p999 got sent out how
 	declare -A R=() M=()
 	tb_offloads "$offl" || fail "offloads $offl"
 	# on: super-packets cross the routers whole, as on one bridge (the
@@ -136,17 +185,27 @@ table() {
 			done
 		done
 		read -r p50 p99 <<<"$(udp_lat)"
-		R[udp_p50]+="${p50:-fail}"$'\n'
-		R[udp_p99]+="${p99:-fail}"$'\n'
-		read -r _ p50 p99 <<<"$(efi_perf send_lat -s 8 -D "$DURATION")"
-		R[efi_p50]+="${p50:-fail}"$'\n'
-		R[efi_p99]+="${p99:-fail}"$'\n'
+		R[udp:p50]+="${p50:-fail}"$'\n'
+		R[udp:p99]+="${p99:-fail}"$'\n'
+		for k in $LATROWS; do
+			case $k in
+			tcp) out=$(sock_lat) ;;
+			perftest) out=$(perftest_lat) ;;
+			events) out=$(efi_perf_lat send_lat -e -s 8 -D "$DURATION" -e) ;;
+			*) out=$(efi_perf_lat "$k" "" -s 8 -D "$DURATION") ;;
+			esac
+			read -r p50 avg p99 p999 <<<"$out"
+			R[$k:p50]+="${p50:-fail}"$'\n'
+			R[$k:avg]+="${avg:-fail}"$'\n'
+			R[$k:p99]+="${p99:-fail}"$'\n'
+			R[$k:p999]+="${p999:-fail}"$'\n'
+		done
 		log "  UDP $got (sent $sent), cubic $(printf '%s' "${R[cubic]}" | tail -n 1)," \
 			"bbr $(printf '%s' "${R[bbr]}" | tail -n 1) Gb/s;" \
 			"EFI$(for t in $TESTS; do for s in $SIZES; do printf ' %s %s %s' "$t" "$s" \
 				"$(printf '%s' "${R[$t:$s]}" | tail -n 1)"; done; done);" \
-			"ping-pong p50/p99 UDP $(printf '%s' "${R[udp_p50]}" | tail -n 1)/$(printf '%s' "${R[udp_p99]}" | tail -n 1)" \
-			"EFI $(printf '%s' "${R[efi_p50]}" | tail -n 1)/$(printf '%s' "${R[efi_p99]}" | tail -n 1) us"
+			"ping-pong p50/p99 us:$(for k in udp $LATROWS; do printf ' %s %s/%s' "$k" \
+				"$(printf '%s' "${R[$k:p50]}" | tail -n 1)" "$(printf '%s' "${R[$k:p99]}" | tail -n 1)"; done)"
 	done
 	for k in "${!R[@]}"; do
 		M[$k]=$(printf '%s' "${R[$k]}" | median)
@@ -176,14 +235,36 @@ table() {
 		done
 	done
 	echo
-	printf "$LATFMT" "8 B ping-pong, half RTT" "how" "p50 us" "p99 us" "p50 EFI/UDP" "p99 EFI/UDP"
-	printf '%s\n' "|---|---|--:|--:|--:|--:|"
-	printf "$LATFMT" "UDP limit (udp-limit)" "ping/pong, spinning" "$(num 2 "${M[udp_p50]}")" \
-		"$(num 2 "${M[udp_p99]}")" "" ""
-	printf "$LATFMT" "EFI send_lat" "efi-perf -s 8" "$(num 2 "${M[efi_p50]}")" "$(num 2 "${M[efi_p99]}")" \
-		"$(ratio "${M[efi_p50]}" "${M[udp_p50]}")" "$(ratio "${M[efi_p99]}" "${M[udp_p99]}")"
+	printf "$LATFMT" "8 B ping-pong, half RTT" "how" "p50 us" "avg us" "p99 us" "p99.9 us" \
+		"p50/TCP" "avg/TCP" "p99/TCP" "p50/UDP"
+	printf '%s\n' "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"
+	printf "$LATFMT" "UDP limit (udp-limit)" "ping/pong, spinning" "$(num 2 "${M[udp:p50]}")" "" \
+		"$(num 2 "${M[udp:p99]}")" "" "" "" "" ""
+	for k in $LATROWS; do
+		case $k in
+		tcp) printf "$LATFMT" "TCP (sockperf)" "ping-pong --tcp -m 14 (its min)" "$(num 2 "${M[tcp:p50]}")" \
+			"$(num 2 "${M[tcp:avg]}")" "$(num 2 "${M[tcp:p99]}")" "$(num 2 "${M[tcp:p999]}")" \
+			"" "" "" "$(ratio "${M[tcp:p50]}" "${M[udp:p50]}")"
+			continue ;;
+		perftest) t="EFI ib_send_lat"; how="perftest -s 8 via efi-run" ;;
+		events) t="EFI send_lat, events"; how="efi-perf -s 8 -e" ;;
+		*) t="EFI $k"; how="efi-perf -s 8, polled" ;;
+		esac
+		printf "$LATFMT" "$t" "$how" "$(num 2 "${M[$k:p50]}")" "$(num 2 "${M[$k:avg]}")" \
+			"$(num 2 "${M[$k:p99]}")" "$(num 2 "${M[$k:p999]}")" \
+			"$(ratio "${M[$k:p50]}" "${M[tcp:p50]}")" "$(ratio "${M[$k:avg]}" "${M[tcp:avg]}")" \
+			"$(ratio "${M[$k:p99]}" "${M[tcp:p99]}")" "$(ratio "${M[$k:p50]}" "${M[udp:p50]}")"
+	done
 	echo
 }
+
+# The latency rows (keys of R and M)
+if [ "$LATENCY" = all ]; then
+	LATROWS="tcp send_lat write_lat read_lat atomic_lat events"
+	[ "$HAVE_PERFTEST" = 1 ] && LATROWS+=" perftest"
+else
+	LATROWS="send_lat"
+fi
 
 for offl in $TABLES; do
 	table "$offl"
