@@ -66,6 +66,8 @@ static const char *cm_state_name(enum conn_state s)
 
 void cm_conn_unlink(struct cm *cm, struct cm_conn *c)
 {
+	cm_conn_unindex(cm, c);
+	cm_timed_del(cm, c);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -76,7 +78,7 @@ void cm_conn_unlink(struct cm *cm, struct cm_conn *c)
 	free(c);
 }
 
-struct cm_conn *cm_conn_new(struct efid *d, bool active, const char *instance)
+struct cm_conn *cm_conn_new(struct efid *d, bool active, const char *instance, uint64_t tid)
 {
 	struct cm *cm = d->cm;
 	if (cm->nconns >= MAX_CONNS)
@@ -84,6 +86,11 @@ struct cm_conn *cm_conn_new(struct efid *d, bool active, const char *instance)
 	struct cm_conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
+	if (cm_map_put(&cm->by_tid, tid, c) < 0) {
+		free(c);
+		return NULL;
+	}
+	c->tid = tid;
 	c->active = active;
 	snprintf(c->instance, sizeof(c->instance), "%s", instance);
 	c->next = cm->conns;
@@ -103,15 +110,19 @@ static bool same_addr(const struct sockaddr_in6 *a, const struct sockaddr_in6 *b
 static struct cm_conn *conn_find(struct efid *d, bool active, uint64_t tid,
 				 const struct sockaddr_in6 *peer, const char *instance)
 {
-	for (struct cm_conn *c = d->cm->conns; c; c = c->next)
-		if (c->tid == tid && c->active == active && same_addr(&c->peer, peer) &&
+	for (struct cm_map_node *n = cm_map_first(&d->cm->by_tid, tid); n; n = cm_map_next(n)) {
+		struct cm_conn *c = n->val;
+		if (c->active == active && same_addr(&c->peer, peer) &&
 		    strcmp(c->instance, instance) == 0)
 			return c;
+	}
 	return NULL;
 }
 
-static void tick_on(struct efid *d)
+/* c waits for a time: the tick looks at it from now on. */
+static void tick_on(struct efid *d, struct cm_conn *c)
 {
+	cm_timed_add(d->cm, c);
 	sd_event_source_set_enabled(d->cm->tick, SD_EVENT_ON);
 }
 
@@ -128,7 +139,7 @@ void cm_conn_send(struct efid *d, struct cm_conn *c, const struct cm_wire_msg *m
 		log_debug("cm: %s of %016llx from %s: %s", cm_wire_type_str(m->type),
 			  (unsigned long long)c->tid, c->instance, strerror(-r));
 	if (resend)
-		tick_on(d);
+		tick_on(d, c);
 }
 
 /* One-off answer to a datagram from `to` (no state kept). */
@@ -144,7 +155,7 @@ void cm_set_deadline(struct efid *d, struct cm_conn *c, uint64_t usec)
 {
 	c->deadline = usec ? now_usec(d) + usec : 0;
 	if (usec)
-		tick_on(d);
+		tick_on(d, c);
 }
 
 /* The connection stays around only to answer duplicates, then goes. */
@@ -154,7 +165,7 @@ void cm_conn_bury(struct efid *d, struct cm_conn *c, uint64_t linger_usec)
 		c->listener->pending--;
 		c->listener = NULL;
 	}
-	c->client = NULL;
+	cm_conn_set_client(d->cm, c, NULL);
 	c->state = CS_DEAD;
 	c->resending = false;
 	cm_set_deadline(d, c, linger_usec ? linger_usec : 1);
@@ -216,18 +227,12 @@ struct cm_listener *cm_listener_find(struct efid *d, const char *instance, const
 
 struct cm_listener *cm_listener_of(struct efid *d, const struct client *c)
 {
-	for (struct cm_listener *l = d->cm->listeners; l; l = l->next)
-		if (l->client == c)
-			return l;
-	return NULL;
+	return cm_listener_of_client(d->cm, c);
 }
 
 struct cm_conn *cm_conn_of(struct efid *d, const struct client *c)
 {
-	for (struct cm_conn *x = d->cm->conns; x; x = x->next)
-		if (x->client == c)
-			return x;
-	return NULL;
+	return cm_conn_of_client(d->cm, c);
 }
 
 /* ---- the local interface of a GID -------------------------------------- */
@@ -301,10 +306,9 @@ static void input_req(struct efid *d, const char *instance, const struct sockadd
 		reason = EFI_CM_REJ_NO_LISTENER;
 	else if (l->pending >= l->backlog)
 		reason = EFI_CM_REJ_BACKLOG;
-	c = cm_conn_new(d, false, instance);
+	c = cm_conn_new(d, false, instance, m->tid);
 	if (!c)
 		return; /* out of memory or connections: the requester times out */
-	c->tid = m->tid;
 	c->peer = *from;
 	c->timeout_ms = m->timeout_ms;
 	if (reason) {
@@ -315,8 +319,11 @@ static void input_req(struct efid *d, const char *instance, const struct sockadd
 			  (unsigned long long)m->tid, m->service, instance, reason);
 		return;
 	}
+	if (cm_conn_set_handle(d->cm, c, cm_random_u64()) < 0) {
+		cm_conn_unlink(d->cm, c);
+		return; /* out of memory: the requester resends */
+	}
 	c->state = CS_PENDING;
-	c->handle = cm_random_u64();
 	c->listener = l;
 	c->req = *m;
 	c->peer_qpn = m->qpn;
@@ -414,7 +421,6 @@ void cm_input(struct efid *d, const char *instance, const struct sockaddr_in6 *f
 		if (c->active && (c->state == CS_REQ_SENT || c->state == CS_ACKED)) {
 			push_simple(c->client, EFI_CM_EV_REJECTED, m->reason, m->private_data,
 				    m->private_len);
-			c->client = NULL;
 			cm_conn_unlink(d->cm, c);
 		} else if (!c->active && (c->state == CS_PENDING || c->state == CS_REP_SENT)) {
 			/* withdrawn by the requester (it gave up) */
@@ -464,7 +470,7 @@ void cm_unreachable(struct efid *d, const char *instance, const struct sockaddr_
 /* The application let go of c (disconnect, close, death). */
 void cm_conn_release(struct efid *d, struct cm_conn *c)
 {
-	c->client = NULL;
+	cm_conn_set_client(d->cm, c, NULL);
 	switch (c->state) {
 	case CS_REQ_SENT:
 	case CS_ACKED: {
@@ -501,12 +507,13 @@ void cm_client_gone(struct efid *d, struct client *cl)
 	if (d->cm->shutting_down) {
 		/* efid is stopping, not the application: its QPs go on (the
 		 * data path never involves efid), so the peers are not told */
-		for (struct cm_conn *c = d->cm->conns; c; c = c->next)
-			if (c->client == cl)
-				c->client = NULL;
+		struct cm_conn *own = cm_conn_of_client(d->cm, cl);
+		if (own)
+			cm_conn_set_client(d->cm, own, NULL);
 		for (struct cm_listener **pp = &d->cm->listeners; *pp;) {
 			struct cm_listener *l = *pp;
 			if (l->client == cl) {
+				cm_listener_unindex(d->cm, l);
 				*pp = l->next;
 				d->cm->nlisteners--;
 				for (struct cm_conn *c = d->cm->conns; c; c = c->next)
@@ -534,16 +541,15 @@ void cm_client_gone(struct efid *d, struct client *cl)
 				break;
 			}
 		}
+		cm_listener_unindex(d->cm, l);
 		log_debug("cm: listener on %s/%s service %u closed", l->instance, l->ifname,
 			  l->service);
 		d->cm->nlisteners--;
 		free(l);
 	}
-	for (struct cm_conn *c = d->cm->conns, *next; c; c = next) {
-		next = c->next;
-		if (c->client == cl)
-			cm_conn_release(d, c);
-	}
+	struct cm_conn *c = cm_conn_of_client(d->cm, cl);
+	if (c)
+		cm_conn_release(d, c); /* one per control connection */
 }
 
 void cm_iface_gone(struct efid *d, const char *instance, const char *ifname)
@@ -602,7 +608,6 @@ static void conn_expire(struct efid *d, struct cm_conn *c)
 	case CS_REP_SENT:
 		/* no RTU: the requester never finished */
 		push_simple(c->client, EFI_CM_EV_DISCONNECTED, 0, NULL, 0);
-		c->client = NULL;
 		c->state = CS_ESTABLISHED; /* so that the release sends a DREQ */
 		cm_conn_release(d, c);
 		return;
@@ -620,11 +625,13 @@ static int on_tick(sd_event_source *s, uint64_t scheduled, void *userdata)
 	uint64_t usec = now_usec(d);
 	(void)scheduled;
 
-	for (struct cm_conn *c = d->cm->conns, *next; c; c = next) {
-		next = c->next;
+	/* only the records waiting for a time, not every connection */
+	for (struct cm_conn *c = d->cm->timed, *next; c; c = next) {
+		next = c->tnext;
 		if (c->deadline && usec >= c->deadline) {
 			c->deadline = 0;
-			conn_expire(d, c);
+			conn_expire(d, c); /* may free c, never another record */
+			waiting = true; /* c may wait again: look once more */
 			continue;
 		}
 		if (c->resending && usec >= c->next_send) {
@@ -632,7 +639,10 @@ static int on_tick(sd_event_source *s, uint64_t scheduled, void *userdata)
 			c->rto = c->rto * 2 > RTO_MAX_USEC ? RTO_MAX_USEC : c->rto * 2;
 			c->next_send = usec + c->rto;
 		}
-		waiting |= c->resending || c->deadline;
+		if (!c->resending && !c->deadline)
+			cm_timed_del(d->cm, c);
+		else
+			waiting = true;
 	}
 	if (waiting)
 		sd_event_source_set_time(s, usec + TICK_USEC);
@@ -689,6 +699,10 @@ void cm_stop(struct efid *d)
 		cm->listeners = l->next;
 		free(l);
 	}
+	cm_map_free(&cm->by_tid);
+	cm_map_free(&cm->by_handle);
+	cm_map_free(&cm->by_client);
+	cm_map_free(&cm->listener_by_client);
 	cm_sock_close_all(d);
 	sd_event_source_disable_unref(cm->tick);
 	sd_event_source_disable_unref(cm->sync_timer);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Connection-manager internals shared by cm.c (the state machine between
- * efids) and cm_requests.c (the applications' requests). */
+ * efids), cm_requests.c (the applications' requests) and cm_index.c (the
+ * records' hash indexes). */
 #ifndef EFID_CM_INT_H
 #define EFID_CM_INT_H
 
@@ -24,6 +25,17 @@ struct client;
 #define MAX_BACKLOG 4096u
 #define MAX_CONNS 65536u
 
+/* A multi-valued hash map from a 64-bit key to records (cm_index.c). */
+struct cm_map_node {
+	struct cm_map_node *next;
+	uint64_t key;
+	void *val;
+};
+struct cm_map {
+	struct cm_map_node **b;
+	unsigned nb, n;		/* buckets (a power of two), entries */
+};
+
 struct cm_listener {
 	struct cm_listener *next;
 	struct client *client;
@@ -46,6 +58,8 @@ enum conn_state {
 
 struct cm_conn {
 	struct cm_conn *next, *prev;
+	struct cm_conn *tnext, *tprev; /* on cm->timed (resending or with a deadline) */
+	bool timed;
 	uint64_t tid;
 	uint64_t handle;             /* passive: what the listener names it by */
 	bool active;
@@ -71,6 +85,10 @@ struct cm {
 	struct cm_listener *listeners;
 	struct cm_conn *conns;
 	unsigned nlisteners, nconns;
+	/* indexes (cm_index.c): connections by tid, by handle and by client,
+	 * listeners by client; and the connections the tick must look at */
+	struct cm_map by_tid, by_handle, by_client, listener_by_client;
+	struct cm_conn *timed;
 	struct cm_sock *socks;
 	sd_event_source *tick;       /* on while a connection waits for something */
 	sd_event_source *sync_timer;
@@ -78,8 +96,28 @@ struct cm {
 };
 
 
+/* cm_index.c */
+int cm_map_put(struct cm_map *m, uint64_t key, void *val);	/* 0 or -ENOMEM */
+void cm_map_del(struct cm_map *m, uint64_t key, const void *val);
+struct cm_map_node *cm_map_first(const struct cm_map *m, uint64_t key); /* NULL: none */
+struct cm_map_node *cm_map_next(const struct cm_map_node *n);	/* same key, or NULL */
+void cm_map_free(struct cm_map *m);
+/* Changing a record's client or handle keeps its index right: use these,
+ * never assign.  0 or -ENOMEM (nothing changed); NULL clients never fail. */
+int cm_conn_set_client(struct cm *cm, struct cm_conn *c, struct client *cl);
+int cm_conn_set_handle(struct cm *cm, struct cm_conn *c, uint64_t handle);
+void cm_conn_unindex(struct cm *cm, struct cm_conn *c);
+struct cm_conn *cm_conn_by_handle(struct cm *cm, uint64_t handle);
+struct cm_conn *cm_conn_of_client(struct cm *cm, const struct client *cl);
+int cm_listener_index(struct cm *cm, struct cm_listener *l);	/* by l->client */
+void cm_listener_unindex(struct cm *cm, struct cm_listener *l);
+struct cm_listener *cm_listener_of_client(struct cm *cm, const struct client *cl);
+void cm_timed_add(struct cm *cm, struct cm_conn *c);
+void cm_timed_del(struct cm *cm, struct cm_conn *c);
+
 /* cm.c */
-struct cm_conn *cm_conn_new(struct efid *d, bool active, const char *instance);
+/* A record, indexed by tid.  NULL when out of memory or at MAX_CONNS. */
+struct cm_conn *cm_conn_new(struct efid *d, bool active, const char *instance, uint64_t tid);
 void cm_conn_unlink(struct cm *cm, struct cm_conn *c);
 void cm_conn_send(struct efid *d, struct cm_conn *c, const struct cm_wire_msg *m, bool resend);
 void cm_conn_bury(struct efid *d, struct cm_conn *c, uint64_t linger_usec);

@@ -118,6 +118,10 @@ static int handle_listen(struct efid *d, struct client *c, const struct peer *p,
 	if (!l)
 		return -ENOMEM;
 	l->client = c;
+	if (cm_listener_index(d->cm, l) < 0) {
+		free(l);
+		return -ENOMEM;
+	}
 	l->service = service;
 	l->backlog = backlog;
 	snprintf(l->instance, sizeof(l->instance), "%s", p->instance);
@@ -171,11 +175,13 @@ static int handle_connect(struct efid *d, struct client *c, const struct peer *p
 	m.ngids = g.ngids;
 	memcpy(m.gids, g.gids, sizeof(m.gids));
 
-	struct cm_conn *cn = cm_conn_new(d, true, p->instance);
+	struct cm_conn *cn = cm_conn_new(d, true, p->instance, cm_random_u64());
 	if (!cn)
 		return -ENOMEM;
-	cn->tid = cm_random_u64();
-	cn->client = c;
+	if (cm_conn_set_client(d->cm, cn, c) < 0) {
+		cm_conn_unlink(d->cm, cn);
+		return -ENOMEM;
+	}
 	cn->timeout_ms = m.timeout_ms;
 	cn->state = CS_REQ_SENT;
 	cn->local_qpn = m.qpn;
@@ -198,10 +204,9 @@ static struct cm_conn *pending_request(struct efid *d, const struct peer *p,
 		snprintf(err, errlen, "the request's id is required");
 		return NULL;
 	}
-	for (struct cm_conn *c = d->cm->conns; c; c = c->next)
-		if (!c->active && c->handle == handle && c->state == CS_PENDING &&
-		    strcmp(c->instance, p->instance) == 0)
-			return c;
+	struct cm_conn *c = cm_conn_by_handle(d->cm, handle);
+	if (c && !c->active && c->state == CS_PENDING && strcmp(c->instance, p->instance) == 0)
+		return c;
 	snprintf(err, errlen,
 		 "no such connect request: it was answered already, or the requester gave up");
 	return NULL;
@@ -233,9 +238,10 @@ static int handle_accept(struct efid *d, struct client *c, const struct peer *p,
 	}
 	while (m.key == 0)
 		m.key = (uint32_t)cm_random_u64();
+	if (cm_conn_set_client(d->cm, cn, c) < 0)
+		return -ENOMEM;
 	cn->listener->pending--;
 	cn->listener = NULL;
-	cn->client = c;
 	cn->state = CS_REP_SENT;
 	cn->local_qpn = m.qpn;
 	cn->pid = p->pid;
