@@ -1,0 +1,58 @@
+# shellcheck shell=bash
+# Helpers of the tests with many connections (t-cm-many.sh, t-cm-restart.sh),
+# on top of tests/lifecycle/lib.sh: cm-many processes that take commands on
+# a FIFO.
+# shellcheck source=tests/lifecycle/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lifecycle/lib.sh"
+
+: "${CM_MANY:=$top_builddir/tests/cm/cm-many}"
+declare -A MANY_PID=() MANY_FD=()
+
+# many_bg NAME in_a|in_b ARGS...: cm-many in the background, output in
+# $TMPD/NAME.out, commands through many_cmd.
+many_bg() {
+	local name=$1 ns=$A sock=$SOCK_A fd
+	[ -x "$CM_MANY" ] || fail "cm-many not built at $CM_MANY"
+	[ "$2" = in_b ] && ns=$B sock=$SOCK_B
+	shift 2
+	mkfifo "$TMPD/$name.in"
+	# read-write: opening does not wait for the reader
+	exec {fd}<>"$TMPD/$name.in"
+	MANY_FD[$name]=$fd
+	ip netns exec "$ns" env EFI_SOCKET="$sock" "$CM_MANY" "$@" <"$TMPD/$name.in" \
+		>"$TMPD/$name.out" 2>&1 &
+	MANY_PID[$name]=$!
+	TRACK_BGPIDS+=("$!")
+}
+
+# many_cmd NAME LINE
+many_cmd() { echo "$2" >&"${MANY_FD[$1]}"; }
+
+_many_show() {
+	local n
+	for n in "${!MANY_PID[@]}"; do
+		_dp_show "$TMPD/$n.out" "$n"
+	done
+}
+
+# many_wait NAME MS PATTERN: waits for a line matching PATTERN (grep -E) in
+# NAME's output; a FAIL line there fails at once.
+many_wait() {
+	local name=$1 ms=$2 pat=$3 i
+	for ((i = 0; i < ms / 20; i++)); do
+		grep -qE "$pat" "$TMPD/$name.out" 2>/dev/null && return 0
+		if grep -q "^FAIL" "$TMPD/$name.out" 2>/dev/null; then
+			_many_show
+			fail "$name failed"
+		fi
+		sleep 0.02
+	done
+	_many_show
+	fail "$name: no '$pat' within $ms ms"
+}
+
+# many_field NAME PATTERN WORD: the word after WORD on the last line matching
+# PATTERN
+many_field() {
+	grep -E "$2" "$TMPD/$1.out" | tail -1 | sed -n "s/.* $3 \([^ ]*\).*/\1/p"
+}
