@@ -120,21 +120,7 @@ out:
 /* Our header, then the consumer's private data. */
 static size_t pack(uint8_t *buf, const struct rcm_id *id, const struct rdma_conn_param *p)
 {
-	struct rcm_hdr h = {
-		.magic = RCM_HDR_MAGIC,
-		.version = 1,
-		.port = htons(rcm_addr_port(&id->id.route.addr.src_addr)),
-	};
-
-	if (p) {
-		h.responder_resources = p->responder_resources;
-		h.initiator_depth = p->initiator_depth;
-		h.rnr_retry_count = p->rnr_retry_count;
-	}
-	memcpy(buf, &h, sizeof(h));
-	if (p && p->private_data_len)
-		memcpy(buf + sizeof(h), p->private_data, p->private_data_len);
-	return sizeof(h) + (p ? p->private_data_len : 0);
+	return rcm_hdr_pack(buf, rcm_addr_port(&id->id.route.addr.src_addr), p);
 }
 
 /* Fills the event's conn parameters from what came (with our header when
@@ -142,23 +128,12 @@ static size_t pack(uint8_t *buf, const struct rcm_id *id, const struct rdma_conn
 static void unpack(struct rcm_event *e, const struct efi_cm_event *ev, uint16_t *peer_port)
 {
 	struct rdma_conn_param *c = &e->ev.param.conn;
-	size_t len = ev->private_data_len;
-	const uint8_t *p = ev->private_data;
-	struct rcm_hdr h;
 
-	if (len >= sizeof(h) && p[0] == RCM_HDR_MAGIC) {
-		memcpy(&h, p, sizeof(h));
-		c->responder_resources = h.responder_resources;
-		c->initiator_depth = h.initiator_depth;
-		c->rnr_retry_count = h.rnr_retry_count;
-		if (peer_port)
-			*peer_port = ntohs(h.port);
-		p += sizeof(h);
-		len -= sizeof(h);
+	/* efi_cm's length field cannot exceed its array; -1 leaves none */
+	if (rcm_hdr_unpack(ev->private_data, ev->private_data_len, c, e->pdata, peer_port) < 0) {
+		c->private_data = NULL;
+		c->private_data_len = 0;
 	}
-	memcpy(e->pdata, p, len);
-	c->private_data = len ? e->pdata : NULL;
-	c->private_data_len = (uint8_t)len;
 	c->qp_num = ev->peer_qp_num;
 }
 

@@ -50,6 +50,19 @@ struct rcm_hdr {
 	uint8_t reserved;
 };
 #define RCM_HDR_MAGIC 0xef
+#define RCM_HDR_VERSION 1
+
+/* hdr.c: the header on the wire.  Packs the header (port in host order)
+ * and p's private data into buf (EFI_CM_PRIVATE_DATA_MAX bytes); returns
+ * the length. */
+size_t rcm_hdr_pack(uint8_t *buf, uint16_t port, const struct rdma_conn_param *p);
+/* Parses len bytes a peer sent: with our header, fills c's depths and
+ * *peer_port (when not NULL) from it; the rest is the consumer's private
+ * data, copied into pdata and pointed to by c.  Returns 1 when the header
+ * was there, 0 when the data is raw (all the consumer's), -1 when len is
+ * beyond EFI_CM_PRIVATE_DATA_MAX (nothing changed). */
+int rcm_hdr_unpack(const uint8_t *data, size_t len, struct rdma_conn_param *c,
+		   uint8_t pdata[EFI_CM_PRIVATE_DATA_MAX], uint16_t *peer_port);
 
 struct rcm_dev {
 	struct ibv_context *verbs;	/* libefi-verbs' context */
