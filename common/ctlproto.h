@@ -174,6 +174,13 @@ enum efi_ctl_attr {
 	EFI_A_LIST_CONTINUED = 102, /* u32, in IFACE: 1 when it continues the one before */
 	EFI_A_DETAIL_OMITTED = 103, /* u32, in IFACE (requests without EFI_F_LIST_PAGED): contexts
 				       and CM objects left out because the nest was full */
+
+	/* ATTACH by a container runtime's plugin (efi-cni): the instance is
+	 * the network namespace at this path (/proc/PID/ns/net,
+	 * /var/run/netns/X, ...), recorded under the INSTANCE name asked for
+	 * unless the namespace already has a name (the reply's IFACE says
+	 * which).  Root callers only: efid opens the path with its own rights. */
+	EFI_A_NETNS_PATH = 110,   /* str: absolute path of an nsfs file, < PATH_MAX */
 	EFI_A_MAX, /* keep last: parsers size their tables by it */
 };
 

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -14,6 +13,7 @@
 
 #include "auth.h"
 #include "log.h"
+#include "netns.h"
 
 #ifndef SO_PEERGROUPS
 #define SO_PEERGROUPS 59
@@ -21,8 +21,6 @@
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77
 #endif
-
-#define NETNS_RUN_DIR "/run/netns"
 
 static dev_t own_ns_dev;
 static ino_t own_ns_ino;
@@ -35,30 +33,6 @@ int auth_init(void)
 	own_ns_dev = st.st_dev;
 	own_ns_ino = st.st_ino;
 	return 0;
-}
-
-/* Finds the /run/netns entry that is the namespace (dev, ino). */
-static void instance_of_netns(dev_t dev, ino_t ino, char *name, size_t len)
-{
-	DIR *dir = opendir(NETNS_RUN_DIR);
-	struct dirent *de;
-
-	name[0] = '\0';
-	if (!dir)
-		return;
-	while ((de = readdir(dir))) {
-		struct stat st;
-		if (de->d_name[0] == '.')
-			continue;
-		if (fstatat(dirfd(dir), de->d_name, &st, 0) < 0)
-			continue;
-		if (st.st_dev == dev && st.st_ino == ino && efi_instance_name_valid(de->d_name) &&
-		    strlen(de->d_name) < len) {
-			memcpy(name, de->d_name, strlen(de->d_name) + 1);
-			break;
-		}
-	}
-	closedir(dir);
 }
 
 int auth_identify(int fd, struct peer *p)
@@ -108,7 +82,8 @@ int auth_identify(int fd, struct peer *p)
 		p->host = true;
 		return 0;
 	}
-	instance_of_netns(st.st_dev, st.st_ino, p->instance, sizeof(p->instance));
+	/* /run/netns names, then namespaces CNI plugins named by path. */
+	netns_find(st.st_dev, st.st_ino, p->instance, sizeof(p->instance));
 	return 0;
 }
 

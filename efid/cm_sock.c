@@ -292,9 +292,8 @@ static int sync_instance(const char *instance, void *ud)
 		*cm_socks(d) = s;
 	}
 	s->seen = true;
-	char path[sizeof(NETNS_RUN_DIR) + EFI_INSTANCE_MAX + 2];
-	snprintf(path, sizeof(path), NETNS_RUN_DIR "/%s", instance);
-	bool present = stat(path, &st) == 0;
+	/* /run/netns/NAME, or a CNI pod's namespace named by its path */
+	bool present = netns_stat(instance, &st) == 0;
 	if (s->fd >= 0 && (!present || st.st_ino != s->netns_ino)) {
 		/* the namespace went away or was made anew: the socket is in
 		 * the old one */

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -22,10 +23,10 @@
 #include "lease.h"
 #include "list_pages.h"
 #include "log.h"
+#include "netns.h"
+#include "netns_path.h"
 #include "store.h"
 #include "uplinks.h"
-
-#define NETNS_RUN_DIR "/run/netns"
 
 #define POLICY_SIZE EFI_A_MAX
 
@@ -44,6 +45,7 @@ static const struct ctl_policy request_policy[POLICY_SIZE] = {
 	[EFI_A_RES_BYTES] = { .kind = CTL_U64 },
 	[EFI_A_PATH_TABLE] = { .kind = CTL_U32 },
 	[EFI_A_LIST_CURSOR] = { .kind = CTL_U32 },
+	[EFI_A_NETNS_PATH] = { .kind = CTL_STR, .minlen = 2, .maxlen = PATH_MAX - 1 },
 };
 
 /* OPEN_DEVICE, LEASE_RESUME: a client that reads the path table (it said
@@ -167,6 +169,48 @@ static int handle_hello(struct efid *d, const struct peer *p, struct ctl_attr *t
 	return 0;
 }
 
+static int count_iface(const struct store_iface *iface, void *ud)
+{
+	(void)iface;
+	(*(unsigned *)ud)++;
+	return 0;
+}
+
+/* A path instance without interfaces is let go (its namespace with it):
+ * after the last detach, and after an attach that created nothing. */
+static void forget_unused_path_instance(struct efid *d, const char *instance)
+{
+	unsigned n = 0;
+
+	if (store_iface_foreach(d->store, instance, count_iface, &n) == 0 && n == 0)
+		netns_path_forget(instance);
+}
+
+/* ATTACH with NETNS_PATH: the namespace becomes an instance (netns_path.h),
+ * whose name replaces the one asked for when it already had one. */
+static int adopt_path(const struct peer *p, struct ctl_attr *tb, struct efi_iface_spec *spec,
+		      char *err, size_t errlen)
+{
+	char name[EFI_INSTANCE_MAX + 1];
+	const char *path;
+	int r;
+
+	/* efid opens the path with its own rights, so the caller must have
+	 * them too: a group member may attach to instances, not reach into
+	 * any namespace of the host. */
+	if (p->uid != 0) {
+		snprintf(err, errlen, "permission denied: attaching to a namespace by path needs "
+			 "root (it is what a container runtime's CNI plugin does)");
+		return -EPERM;
+	}
+	ctl_attr_str(&tb[EFI_A_NETNS_PATH], &path);
+	r = netns_path_adopt(spec->instance, path, name, sizeof(name), err, errlen);
+	if (r < 0)
+		return r;
+	snprintf(spec->instance, sizeof(spec->instance), "%s", name);
+	return 0;
+}
+
 static int handle_attach(struct efid *d, const struct peer *p, struct ctl_attr *tb,
 			 const uint8_t *payload, size_t len, struct ctl_buf *body, char *err,
 			 size_t errlen)
@@ -221,10 +265,18 @@ static int handle_attach(struct efid *d, const struct peer *p, struct ctl_attr *
 		spec.naddrs++;
 	}
 
+	if (ctl_has(tb, EFI_A_NETNS_PATH)) {
+		r = adopt_path(p, tb, &spec, err, errlen);
+		if (r < 0)
+			return r;
+	}
 	enum efi_ctl_result result = 0;
 	r = iface_attach(d, &spec, &effective, &result, err, errlen);
-	if (r < 0)
+	if (r < 0) {
+		if (ctl_has(tb, EFI_A_NETNS_PATH))
+			forget_unused_path_instance(d, spec.instance);
 		return r;
+	}
 
 	struct store_iface rec;
 	r = store_iface_get(d->store, effective.instance, effective.name, &rec);
@@ -280,6 +332,7 @@ static int handle_detach(struct efid *d, const struct peer *p, struct ctl_attr *
 	if (flags & EFI_F_ALL) {
 		unsigned count = 0;
 		r = iface_detach_all(d, instance, &count, err, errlen);
+		forget_unused_path_instance(d, instance);
 		if (r < 0)
 			return r;
 		ctl_put_u32(body, EFI_A_COUNT, count);
@@ -291,6 +344,10 @@ static int handle_detach(struct efid *d, const struct peer *p, struct ctl_attr *
 		return -EINVAL;
 	}
 	r = iface_detach(d, instance, name, err, errlen);
+	/* Also when the interface was already gone: a CNI DEL repeated, or
+	 * after the pod's namespace went, still lets go of the namespace. */
+	if (r == 0 || r == -ENOENT)
+		forget_unused_path_instance(d, instance);
 	if (r < 0)
 		return r;
 	ctl_put_u32(body, EFI_A_COUNT, 1);
@@ -309,13 +366,11 @@ struct list_ctx {
 static int list_instance(const char *instance, void *ud)
 {
 	struct list_ctx *lc = ud;
-	char path[sizeof(NETNS_RUN_DIR) + EFI_INSTANCE_MAX + 2];
-	struct stat st;
 
-	snprintf(path, sizeof(path), NETNS_RUN_DIR "/%s", instance);
 	size_t nest = ctl_nest_begin(lc->body, EFI_A_INSTANCE_ENTRY);
 	ctl_put_str(lc->body, EFI_A_INSTANCE, instance);
-	ctl_put_str(lc->body, EFI_A_NETNS, stat(path, &st) == 0 ? "present" : "missing");
+	/* /run/netns/NAME, or a CNI pod's namespace by its path */
+	ctl_put_str(lc->body, EFI_A_NETNS, netns_exists(instance) ? "present" : "missing");
 	ctl_nest_end(lc->body, nest);
 	return 0;
 }
@@ -328,13 +383,6 @@ static int list_iface(const struct store_iface *it, void *ud)
 	lc->matched++;
 	put_iface(lc->d, lc->body, it, lc->paged);
 	return lc->body->err;
-}
-
-static int count_iface(const struct store_iface *it, void *ud)
-{
-	(void)it;
-	(*(unsigned *)ud)++;
-	return 0;
 }
 
 static int list_build(struct efid *d, const struct peer *p, struct ctl_attr *tb,
@@ -371,16 +419,13 @@ static int list_build(struct efid *d, const struct peer *p, struct ctl_attr *tb,
 	}
 	if (instance) {
 		unsigned count = 0;
-		char path[sizeof(NETNS_RUN_DIR) + EFI_INSTANCE_MAX + 2];
-		struct stat st;
 		r = store_iface_foreach(d->store, instance, count_iface, &count);
 		if (r < 0)
 			goto store_fail;
-		snprintf(path, sizeof(path), NETNS_RUN_DIR "/%s", instance);
-		if (count == 0 && stat(path, &st) < 0) {
+		if (count == 0 && !netns_exists(instance)) {
 			snprintf(err, errlen,
-				 "instance '%s' not found: no interfaces on record and no network namespace %s",
-				 instance, path);
+				 "instance '%s' not found: no interfaces on record and no network namespace "
+				 NETNS_RUN_DIR "/%s", instance, instance);
 			return -ENOENT;
 		}
 		list_instance(instance, &lc);

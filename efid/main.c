@@ -30,6 +30,7 @@
 #include "uplinks.h"
 #include "iface.h"
 #include "log.h"
+#include "netns_path.h"
 #include "store.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/efi"
@@ -220,6 +221,12 @@ int main(int argc, char **argv)
 	lock_fd = lock_state_dir(d.state_dir);
 	if (lock_fd < 0)
 		goto out;
+	/* Before reconciling: path instances' namespaces must be found again
+	 * first, or their interfaces would look missing. */
+	r = netns_path_init(d.runtime_dir);
+	if (r < 0)
+		log_warning("cannot keep namespace paths in %s/netns-paths (%s): CNI attaches "
+			    "will fail", d.runtime_dir, strerror(-r));
 
 	char db[PATH_MAX + 16];
 	snprintf(db, sizeof(db), "%s/efid.db", d.state_dir);
@@ -302,6 +309,7 @@ out:
 	kernel_close(&d);
 	sd_event_unref(d.event);
 	store_close(d.store);
+	netns_path_exit();
 	if (lock_fd >= 0)
 		close(lock_fd);
 	return ret;

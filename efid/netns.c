@@ -6,6 +6,8 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include "ifacespec.h"
 #include "log.h"
 #include "netns.h"
+#include "netns_path.h"
 
 int netns_self_open(void)
 {
@@ -34,7 +37,45 @@ int netns_open(const char *instance)
 		return -EINVAL;
 	snprintf(path, sizeof(path), NETNS_RUN_DIR "/%s", instance);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return netns_path_open(instance); /* a CNI pod's, by path */
 	return fd < 0 ? -errno : fd;
+}
+
+bool netns_find(dev_t dev, ino_t ino, char *name, size_t len)
+{
+	DIR *dir = opendir(NETNS_RUN_DIR);
+	struct dirent *de;
+
+	name[0] = '\0';
+	while (dir && (de = readdir(dir))) {
+		struct stat st;
+		size_t n = strlen(de->d_name);
+
+		if (!efi_instance_name_valid(de->d_name) || n >= len)
+			continue;
+		if (fstatat(dirfd(dir), de->d_name, &st, 0) == 0 && st.st_dev == dev &&
+		    st.st_ino == ino) {
+			memcpy(name, de->d_name, n + 1);
+			closedir(dir);
+			return true;
+		}
+	}
+	if (dir)
+		closedir(dir);
+	return netns_path_find(dev, ino, name, len);
+}
+
+int netns_stat(const char *instance, struct stat *st)
+{
+	int fd = netns_open(instance), rc = 0;
+
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, st) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
 }
 
 bool netns_exists(const char *instance)
