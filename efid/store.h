@@ -27,7 +27,7 @@
 #include "gid.h"
 #include "ifacespec.h"
 
-#define STORE_SCHEMA_VERSION 3   /* the version this build migrates to */
+#define STORE_SCHEMA_VERSION 4   /* the version this build migrates to */
 #define STORE_MAX_GIDS 64
 
 struct store;

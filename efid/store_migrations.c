@@ -8,6 +8,8 @@
  *   2  observed state of interfaces (state, link, ifindex) and their GIDs
  *   3  intents: an attach or detach recorded before the kernel is changed,
  *      completed or rolled back at reconcile after a crash (issue 22)
+ *   4  the connection manager's listeners and established connections, so
+ *      that they outlive an efid restart (issue 18; store_cm.c)
  */
 #include "config.h"
 
@@ -90,6 +92,35 @@ static const struct migration migrations[] = {
 		"  host_ifname TEXT NOT NULL DEFAULT '',"
 		"  created_at INTEGER NOT NULL,"
 		"  PRIMARY KEY (instance, name));",
+	},
+	{
+		.summary = "connection-manager listeners and connections",
+		.sql =
+		/* Keyed as efid finds them: a listener by where it listens, a
+		 * connection by its instance and tid (one efid serving both
+		 * ends holds an active and a passive record of one tid).  No
+		 * foreign key to instances: efid ends the connections of an
+		 * interface that goes (cm_iface_gone) and drops what no
+		 * application takes up again after a restart. */
+		"CREATE TABLE cm_listeners ("
+		"  instance TEXT NOT NULL,"
+		"  ifname TEXT NOT NULL,"
+		"  service INTEGER NOT NULL CHECK (service BETWEEN 1 AND 65535),"
+		"  backlog INTEGER NOT NULL CHECK (backlog BETWEEN 1 AND 4096),"
+		"  pid INTEGER NOT NULL,"
+		"  PRIMARY KEY (instance, ifname, service));"
+		"CREATE TABLE cm_connections ("
+		"  instance TEXT NOT NULL,"
+		"  tid INTEGER NOT NULL,"
+		"  active INTEGER NOT NULL CHECK (active IN (0, 1)),"
+		"  handle INTEGER NOT NULL,"
+		"  ifname TEXT NOT NULL,"
+		"  peer BLOB NOT NULL CHECK (length(peer) = 16),"
+		"  peer_gid BLOB NOT NULL CHECK (length(peer_gid) = 16),"
+		"  local_qpn INTEGER NOT NULL,"
+		"  peer_qpn INTEGER NOT NULL,"
+		"  pid INTEGER NOT NULL,"
+		"  PRIMARY KEY (instance, tid, active));",
 	},
 };
 

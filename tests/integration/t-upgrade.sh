@@ -32,8 +32,9 @@ assert_eq missing "$(iface_field vm1 efi0 .link)" "link of a record without a ke
 assert_eq "" "$(host_efi_devices)" "devices created on an upgrade with Repair=no"
 
 efid_stop old
-assert_eq 3 "$(sqlite3 "$DB" 'PRAGMA user_version;')" "schema version after the upgrade"
+assert_eq 4 "$(sqlite3 "$DB" 'PRAGMA user_version;')" "schema version after the upgrade"
 assert_eq 0 "$(sqlite3 "$DB" 'SELECT count(*) FROM intents;')" "intents after the upgrade (schema 3)"
+assert_eq 0 "$(sqlite3 "$DB" 'SELECT count(*) FROM cm_connections;')" "CM connections after the upgrade (schema 4)"
 assert_eq 6 "$(sqlite3 "$DB" 'SELECT count(*) FROM addresses;')" "addresses after the upgrade"
 assert_eq "$fixsum" "$(sha256sum <"$FIX")" "the fixture in the source tree"
 
