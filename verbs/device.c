@@ -18,6 +18,14 @@
  * files below it with ibv_read_sysfs_file, which serves them (misc.c). */
 #define EFIV_SYSFS_PREFIX "/sys/class/infiniband/"
 
+/* dev_name: the node below /dev/infiniband/ that programs which look for
+ * one before they use a device (UCX: stat, S_ISCHR, access R_OK|W_OK; it
+ * never opens it) find for every EFI device.  EFI has no kernel uverbs, so
+ * libefi-verbs' tmpfiles.d line (systemd/efi-verbs.conf) makes it an alias
+ * of /dev/null; its own name cannot collide with a kernel's uverbsN node on
+ * a host that also has RDMA hardware.  docs/verbs.md, "Device node". */
+#define EFIV_DEV_NODE "efi"
+
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A stable node GUID: FNV-1a over "instance/interface", so the same
@@ -94,7 +102,7 @@ EFIV_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 		/* RoCE devices say IB transport; the port says Ethernet. */
 		d->ibdev.transport_type = IBV_TRANSPORT_IB;
 		snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", e->name);
-		snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs%d", i);
+		snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "%s", EFIV_DEV_NODE);
 		snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
 			 "/sys/class/infiniband_verbs/uverbs%d", i);
 		snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path), "%s%s",

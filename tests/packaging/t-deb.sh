@@ -102,7 +102,11 @@ contains efictl /usr/bin/efictl /usr/share/man/man8/efictl.8.gz \
 contains libefi0 "/usr/lib/$MA/libefi.so.0"
 contains libefi-dev /usr/include/efi/efi.h "/usr/lib/$MA/libefi.so" \
 	"/usr/lib/$MA/pkgconfig/libefi.pc" /usr/share/man/man3/efi_post_send.3.gz
-contains libefi-verbs /usr/bin/efi-run "/usr/lib/$MA/libefi-verbs.so"
+contains libefi-verbs /usr/bin/efi-run "/usr/lib/$MA/libefi-verbs.so" \
+	/usr/lib/tmpfiles.d/efi-verbs.conf
+# ... and its postinst creates /dev/infiniband/efi from it (dh_installtmpfiles)
+dpkg-deb --ctrl-tarfile "$DEBS/libefi-verbs_${VER}_${ARCH}.deb" | tar -xOf - ./postinst |
+	grep -q 'systemd-tmpfiles.*efi-verbs.conf' || fail "libefi-verbs' postinst does not apply efi-verbs.conf"
 contains libfabric-efi "/usr/lib/$MA/libfabric/libefi-fi.so"
 contains efi-perf /usr/bin/efi-perf
 # /etc/efi/efid.conf is a conffile, and the units are enabled and started on

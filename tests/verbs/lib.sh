@@ -52,3 +52,46 @@ vmatch() {
 	grep -qiE -- "$1" <<<"$2" ||
 		fail "$(printf '%s\n  expected to match: %s\n  got: %s' "${3:-text}" "$1" "$2")"
 }
+
+# verbs_dev_node: /dev/infiniband/efi, the node UCX looks for before it uses
+# an EFI device (docs/verbs.md, "Device node"), made as an installed system
+# makes it: systemd-tmpfiles applies libefi-verbs' tmpfiles.d file, as the
+# package's postinst and every boot do.  It is a node of the host's /dev,
+# which every instance sees.  A node that was there before stays; one that
+# tests made goes when the last test using it ends (each holds a shared lock
+# on VERBS_NODE_LOCK while it runs; the last one out gets it exclusively).
+VERBS_NODE=/dev/infiniband/efi
+VERBS_NODE_LOCK=/run/efi-test-verbs-node.lock
+VERBS_NODE_MADE=/run/efi-test-verbs-node.made
+verbs_dev_node() {
+	local conf
+	conf=${top_srcdir:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}/systemd/efi-verbs.conf
+	command -v systemd-tmpfiles >/dev/null 2>&1 ||
+		skip "systemd-tmpfiles is not installed (apt-get install systemd)"
+	[ -r "$conf" ] || fail "$conf not found"
+	exec {VERBS_NODE_FD}>>"$VERBS_NODE_LOCK"
+	flock -s "$VERBS_NODE_FD"
+	# the marker says what tests made: the node, and the directory if so
+	if [ ! -e "$VERBS_NODE" ] && [ ! -e "$VERBS_NODE_MADE" ]; then
+		if [ -d "${VERBS_NODE%/*}" ]; then echo node; else echo dir; fi >"$VERBS_NODE_MADE"
+	fi
+	trap 'VERBS_RC=$?; _verbs_node_release; (exit $VERBS_RC); lib_cleanup' EXIT
+	systemd-tmpfiles --create "$conf" ||
+		fail "systemd-tmpfiles --create $conf failed"
+	[ -c "$VERBS_NODE" ] || fail "$VERBS_NODE is not a character device after systemd-tmpfiles"
+	[ "$(stat -c '%t:%T %a' "$VERBS_NODE")" = "1:3 666" ] ||
+		fail "$VERBS_NODE is not /dev/null's 1:3 with mode 666: $(ls -l "$VERBS_NODE")"
+}
+
+_verbs_node_release() {
+	local made
+	[ -n "${VERBS_NODE_FD:-}" ] || return 0
+	flock -u "$VERBS_NODE_FD"
+	if flock -xn "$VERBS_NODE_FD" && [ -e "$VERBS_NODE_MADE" ]; then
+		made=$(cat "$VERBS_NODE_MADE")
+		rm -f "$VERBS_NODE" "$VERBS_NODE_MADE"
+		[ "$made" = dir ] && rmdir "${VERBS_NODE%/*}" 2>/dev/null
+	fi
+	exec {VERBS_NODE_FD}>&-
+	VERBS_NODE_FD=
+}

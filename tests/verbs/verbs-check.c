@@ -201,6 +201,8 @@ int main(int argc, char **argv)
 	guid = ibv_get_device_guid(list[found]);
 	check(guid != 0, "non-zero node GUID");
 	check(ibv_get_device_index(list[found]) == found, "ibv_get_device_index");
+	/* the node systemd/efi-verbs.conf makes, which UCX stats */
+	check(!strcmp(list[found]->dev_name, "efi"), "dev_name is \"efi\" (/dev/infiniband/efi)");
 	ctx = ibv_open_device(list[found]);
 	if (!ctx)
 		DIE("ibv_open_device: %s", strerror(errno));
