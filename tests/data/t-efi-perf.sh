@@ -1,7 +1,8 @@
 #!/bin/bash
 # efi-perf between the instances of two hosts: send_lat and write_bw print
 # perftest's tables, --json is JSON with the numbers, every other test runs,
-# and the errors are clear (no device, peer unreachable, mismatched test).
+# send_bw and send_lat run with --use-srq (one SRQ for the QPs), and the
+# errors are clear (no device, peer unreachable, mismatched test).
 # shellcheck disable=SC2016 # jq programs
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 # shellcheck source=tests/data/lib.sh
@@ -88,6 +89,19 @@ perf_pair send_lat_D send_lat -- send_lat -D 1
 assert_match '^ 2 +[0-9]+ ' "$COUT" "send_lat -D 1 row"
 perf_pair write_lat_a write_lat -- write_lat -a -n 20
 assert_eq 23 "$(grep -cE '^ [0-9]+ +20 ' <<<"$COUT")" "write_lat -a: rows for 2 B … 8 MiB"
+
+log "--use-srq: the QPs receive through one SRQ (they have no receive queue)"
+perf_pair send_bw_srq send_bw -- send_bw --use-srq -s 4096 -n 2000 -q 4
+assert_match '^ 4096 +8000 ' "$COUT" "send_bw --use-srq row (4 QPs × 2000)"
+assert_match '^ 4096 +8000 ' "$SOUT" "send_bw --use-srq: the server received every message"
+# the client's --use-srq reaches the server, whose receives matter here
+assert_match 'Receive queue  : one SRQ of [0-9]+ WRs for 4 QP' "$SOUT" "the server's banner names its SRQ"
+perf_pair send_lat_srq send_lat --use-srq --json -- send_lat --use-srq --json -s 64 -n 1000
+jq -e '.srq == true and .results[0].iterations == 1000' <<<"$COUT" >/dev/null ||
+	fail "send_lat --use-srq --json: unexpected: $COUT"
+jq -e '.srq == true' <<<"$SOUT" >/dev/null || fail "send_lat --use-srq: the server has no SRQ: $SOUT"
+assert_exit 2 in_a "$EFI_PERF" write_bw --use-srq "$IP_B"
+assert_match 'only the send tests post receives' "$ERR" "--use-srq with write_bw"
 
 log "errors"
 # shellcheck disable=SC2153 # ERR: set by assert_fails

@@ -213,14 +213,14 @@ static void serve_send(struct perf_ctx *pc, uint32_t size, struct perf_result *r
 					continue;
 				if (wc[i].byte_len != size)
 					perf_die("a message of %u bytes arrived in a %u-byte test", wc[i].byte_len, size);
-				pq->recvs_posted--;
+				perf_recv_taken(pc, pq);
 				if (!received)
 					t_first = perf_now();
 				received++;
 				progress = true;
 			}
 			if (k > 0)
-				perf_fill_recvs(pq, PERF_RX_DEPTH);
+				perf_fill_recvs(pc, pq, PERF_RX_DEPTH);
 		}
 		if (progress)
 			t_last = perf_now();
@@ -253,7 +253,7 @@ void perf_run_bw(struct perf_ctx *pc, uint32_t size, struct perf_result *res)
 	for (int q = 0; q < pc->num_qps; q++) {
 		memset(pc->qps[q].buf, 0, pc->qps[q].buf_size);
 		if (o->verb == PERF_SEND && !o->host)
-			perf_fill_recvs(&pc->qps[q], PERF_RX_DEPTH);
+			perf_fill_recvs(pc, &pc->qps[q], PERF_RX_DEPTH);
 	}
 	oob_sync(pc, "ready");
 	if (o->host) {

@@ -70,6 +70,7 @@ static void usage(FILE *out)
 	      "                         manager's service number (default 18515)\n"
 	      "      --tcp-exchange     exchange QP numbers over TCP and connect the QPs by hand,\n"
 	      "                         instead of through the connection manager\n"
+	      "      --use-srq          receive through one shared receive queue (send tests)\n"
 	      "      --json             print the results as JSON\n"
 	      "  -h, --help             this help\n", out);
 }
@@ -144,7 +145,7 @@ static void parse_test(struct perf_opts *o, const char *name)
 
 static void parse_args(struct perf_opts *o, int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_TCP_EXCHANGE };
+	enum { OPT_JSON = 256, OPT_TCP_EXCHANGE, OPT_USE_SRQ };
 	static const struct option longopts[] = {
 		{ "device", required_argument, NULL, 'd' },
 		{ "size", required_argument, NULL, 's' },
@@ -158,6 +159,7 @@ static void parse_args(struct perf_opts *o, int argc, char **argv)
 		{ "port", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "tcp-exchange", no_argument, NULL, OPT_TCP_EXCHANGE },
+		{ "use-srq", no_argument, NULL, OPT_USE_SRQ },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -202,6 +204,7 @@ static void parse_args(struct perf_opts *o, int argc, char **argv)
 			break;
 		case OPT_JSON: o->json = true; break;
 		case OPT_TCP_EXCHANGE: o->tcp_exchange = true; break;
+		case OPT_USE_SRQ: o->use_srq = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -239,6 +242,8 @@ static void parse_args(struct perf_opts *o, int argc, char **argv)
 		usage_die("-q: the latency tests use one QP; -q is for the bandwidth tests");
 	if (o->events && o->verb == PERF_WRITE && o->kind == PERF_LAT)
 		usage_die("-e: write_lat polls memory for the peer's write (as perftest); use send_lat -e");
+	if (o->use_srq && o->verb != PERF_SEND)
+		usage_die("--use-srq: only the send tests post receives (as perftest's --use-srq)");
 	if (o->inline_size > 0 && (o->verb == PERF_READ || o->verb == PERF_ATOMIC))
 		usage_die("-I: Reads and atomics carry no data to inline");
 }

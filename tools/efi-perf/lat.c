@@ -62,7 +62,7 @@ static void poll_once(struct perf_ctx *pc, struct perf_qp *pq, bool wait)
 
 	for (int i = 0; i < k; i++) {
 		if (wc[i].opcode & EFI_WC_RECV) {
-			pq->recvs_posted--;
+			perf_recv_taken(pc, pq);
 			pq->recv_ready++;
 		}
 	}
@@ -133,7 +133,7 @@ static void serve_send(struct perf_ctx *pc, struct perf_qp *pq, uint32_t size)
 			}
 		}
 		wait_recv(pc, pq);
-		perf_fill_recvs(pq, LAT_RECV_DEPTH);
+		perf_fill_recvs(pc, pq, LAT_RECV_DEPTH);
 		perf_post_one(pc, pq, EFI_WR_SEND, size, (i % PERF_CQ_MOD) == PERF_CQ_MOD - 1, i);
 		reap_sends(pc, pq);
 	}
@@ -181,7 +181,7 @@ void perf_run_lat(struct perf_ctx *pc, uint32_t size, struct perf_result *res)
 
 	memset(pq->buf, 0, pq->buf_size);
 	if (o->verb == PERF_SEND)
-		perf_fill_recvs(pq, LAT_RECV_DEPTH);
+		perf_fill_recvs(pc, pq, LAT_RECV_DEPTH);
 	oob_sync(pc, "ready");
 
 	if (!o->host) {
@@ -205,7 +205,7 @@ void perf_run_lat(struct perf_ctx *pc, uint32_t size, struct perf_result *res)
 			perf_post_one(pc, pq, EFI_WR_SEND, size, sig, i);
 			wait_recv(pc, pq);
 			t1 = perf_now();
-			perf_fill_recvs(pq, LAT_RECV_DEPTH);
+			perf_fill_recvs(pc, pq, LAT_RECV_DEPTH);
 			sample_add(&s, (t1 - t0) * 1e6 / 2);
 			break;
 		case PERF_WRITE:

@@ -181,14 +181,16 @@ bool oob_try_recv_line(int fd, char *buf, size_t size)
 void oob_handshake(struct perf_ctx *pc, struct perf_opts *opts)
 {
 	char line[OOB_LINE_MAX], test[32];
-	unsigned size, all, qps;
+	unsigned size, all, qps, srq = 0;
+	int n;
 	unsigned long long iters;
 	double duration;
 
 	if (opts->host) {
-		oob_send_line(pc->oob_fd, OOB_MAGIC " test=%s size=%u all=%d iters=%llu duration=%.6f qps=%d",
+		oob_send_line(pc->oob_fd,
+			      OOB_MAGIC " test=%s size=%u all=%d iters=%llu duration=%.6f qps=%d srq=%d",
 			      opts->test_name, opts->size, opts->all_sizes, (unsigned long long)opts->iters,
-			      opts->duration, opts->num_qps);
+			      opts->duration, opts->num_qps, opts->use_srq);
 		oob_recv_line(pc->oob_fd, line, sizeof(line));
 		if (!strncmp(line, "ERR ", 4))
 			perf_die("the server refused: %s", line + 4);
@@ -197,8 +199,10 @@ void oob_handshake(struct perf_ctx *pc, struct perf_opts *opts)
 		return;
 	}
 	oob_recv_line(pc->oob_fd, line, sizeof(line));
-	if (sscanf(line, OOB_MAGIC " test=%31s size=%u all=%u iters=%llu duration=%lf qps=%u", test,
-		   &size, &all, &iters, &duration, &qps) != 6) {
+	/* srq= came later: a client without it asks for no SRQ */
+	n = sscanf(line, OOB_MAGIC " test=%31s size=%u all=%u iters=%llu duration=%lf qps=%u srq=%u", test,
+		   &size, &all, &iters, &duration, &qps, &srq);
+	if (n != 6 && n != 7) {
 		oob_send_line(pc->oob_fd, "ERR not an efi-perf client of this version");
 		perf_die("a client connected that is not efi-perf (or another version): '%.80s'", line);
 	}
@@ -208,7 +212,7 @@ void oob_handshake(struct perf_ctx *pc, struct perf_opts *opts)
 		perf_die("mismatched test: this server runs %s, the client asked for %s", opts->test_name,
 			 test);
 	}
-	if (qps < 1 || qps > PERF_MAX_QPS || size > (1u << 31)) {
+	if (qps < 1 || qps > PERF_MAX_QPS || size > (1u << 31) || srq > 1) {
 		oob_send_line(pc->oob_fd, "ERR parameters out of range");
 		perf_die("the client sent parameters out of range: '%.80s'", line);
 	}
@@ -218,6 +222,9 @@ void oob_handshake(struct perf_ctx *pc, struct perf_opts *opts)
 	opts->iters = iters;
 	opts->duration = duration;
 	opts->num_qps = (int)qps;
+	/* either side's --use-srq gives both an SRQ: the receives that
+	 * matter (send_bw) are the server's */
+	opts->use_srq = opts->use_srq || srq;
 	oob_send_line(pc->oob_fd, "OK");
 }
 

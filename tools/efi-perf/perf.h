@@ -46,6 +46,7 @@ struct perf_opts {
 	uint16_t port;			/* -p: TCP port, and the CM service */
 	bool json;
 	bool tcp_exchange;		/* --tcp-exchange: QPs by hand over TCP, no CM */
+	bool use_srq;			/* --use-srq: receives through one SRQ */
 };
 
 /* What one side tells the other about one QP (perftest's "remote address"
@@ -68,7 +69,7 @@ struct perf_qp {
 	uint8_t *buf;
 	size_t buf_size;
 	size_t half;
-	int recvs_posted;		/* outstanding receive WRs */
+	int recvs_posted;		/* outstanding receive WRs (without an SRQ) */
 	uint64_t recv_ready;		/* received, not yet consumed (lat.c) */
 	uint32_t psn;
 	struct perf_qp_info remote;
@@ -87,6 +88,12 @@ struct perf_ctx {
 	int inline_size;			/* effective */
 	int num_qps;
 	struct perf_qp qps[PERF_MAX_QPS];
+	/* --use-srq: the QPs' one shared receive queue, its receives going to
+	 * the first half of qps[0]'s buffer (all messages land there: only
+	 * their lengths are checked) */
+	struct efi_srq *srq;
+	int srq_size;				/* max_wr as allocated */
+	int srq_posted;				/* outstanding receive WRs */
 	int oob_fd;				/* TCP to the peer */
 	struct efi_cm_id *listener;		/* server, connection manager */
 	struct efi_cm_id *cm_ids[PERF_MAX_QPS];	/* one connection per QP */
@@ -134,8 +141,11 @@ int perf_poll(struct perf_ctx *pc, struct perf_qp *pq, struct efi_wc *wc, int n,
 /* Blocks until the completion channel has an event, and acknowledges it.
  * The caller armed its CQs first. */
 void perf_wait_channel(struct perf_ctx *pc);
-/* Tops pq's receive queue up to depth receives into the first half. */
-void perf_fill_recvs(struct perf_qp *pq, int depth);
+/* Tops pq's receive queue up to depth receives into the first half; with
+ * --use-srq, the SRQ up to depth receives for each QP (at most its size). */
+void perf_fill_recvs(struct perf_ctx *pc, struct perf_qp *pq, int depth);
+/* Counts a receive completion of pq against the queue it came from. */
+void perf_recv_taken(struct perf_ctx *pc, struct perf_qp *pq);
 /* Posts one WR from the second half of pq's buffer to the peer's first half
  * (or its first 8 bytes for an atomic). */
 void perf_post_one(struct perf_ctx *pc, struct perf_qp *pq, enum efi_wr_opcode op, uint32_t size,

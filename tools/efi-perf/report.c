@@ -58,6 +58,8 @@ void report_banner(const struct perf_ctx *pc)
 	       (int)(11 - snprintf(NULL, 0, "%d", pc->inline_size)), "", o->events ? "events" : "polling");
 	if (o->duration > 0)
 		printf(" Duration       : %.1f[s]\n", o->duration);
+	if (pc->srq)
+		printf(" Receive queue  : one SRQ of %d WRs for %d QP(s)\n", pc->srq_size, pc->num_qps);
 	printf(" GID index      : %-14d GID            : %s\n", pc->gid_index, gid);
 	printf(RULE);
 	for (int i = 0; i < pc->num_qps; i++) {
@@ -155,9 +157,10 @@ void report_footer(const struct perf_ctx *pc)
 	}
 	gid_str(&pc->gid, gid, sizeof(gid));
 	printf("{\"test\":\"%s\",\"role\":\"%s\",\"device\":\"%s\",\"gid\":\"%s\",\"qps\":%d,"
-	       "\"mtu\":%d,\"inline\":%d,\"events\":%s,\"results\":[", o->test_name,
+	       "\"mtu\":%d,\"inline\":%d,\"events\":%s,\"srq\":%s,\"results\":[", o->test_name,
 	       o->host ? "client" : "server", pc->dev_name, gid, pc->num_qps,
-	       efi_mtu_to_num(pc->port_attr.active_mtu), pc->inline_size, o->events ? "true" : "false");
+	       efi_mtu_to_num(pc->port_attr.active_mtu), pc->inline_size, o->events ? "true" : "false",
+	       pc->srq ? "true" : "false");
 	for (int i = 0; i < nrows; i++) {
 		const struct perf_result *r = &rows[i];
 

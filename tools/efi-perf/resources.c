@@ -125,6 +125,22 @@ static int clamp(int want, int max)
 	return max > 0 && want > max ? max : want;
 }
 
+/* --use-srq: one SRQ with room for every QP's receives (perftest's
+ * --use-srq gives its QPs one too), as far as the device allows. */
+static void create_srq(struct perf_ctx *pc)
+{
+	const struct efi_device_attr *da = &pc->dev_attr;
+	struct efi_srq_init_attr sa = { 0 };
+
+	/* an SRQ holds as many receives as a QP's receive queue may */
+	sa.attr.max_wr = (uint32_t)clamp(PERF_RX_DEPTH * pc->num_qps, da->max_qp_wr);
+	sa.attr.max_sge = 1;
+	pc->srq = efi_create_srq(pc->pd, &sa);
+	if (!pc->srq)
+		perf_die("efi_create_srq(%u receives): %s", sa.attr.max_wr, strerror(errno));
+	pc->srq_size = (int)sa.attr.max_wr;
+}
+
 void perf_create_qps(struct perf_ctx *pc, size_t half)
 {
 	const struct efi_device_attr *da = &pc->dev_attr;
@@ -132,6 +148,8 @@ void perf_create_qps(struct perf_ctx *pc, size_t half)
 		     EFI_ACCESS_REMOTE_ATOMIC;
 
 	pc->num_qps = pc->opts->num_qps;
+	if (pc->opts->use_srq)
+		create_srq(pc);
 	for (int i = 0; i < pc->num_qps; i++) {
 		struct perf_qp *pq = &pc->qps[i];
 		struct efi_qp_init_attr ia = { 0 };
@@ -154,9 +172,11 @@ void perf_create_qps(struct perf_ctx *pc, size_t half)
 			perf_die("efi_create_cq: %s", strerror(errno));
 		ia.send_cq = pq->cq;
 		ia.recv_cq = pq->cq;
+		ia.srq = pc->srq;
 		ia.qp_type = EFI_QPT_RC;
 		ia.cap.max_send_wr = (uint32_t)clamp(PERF_TX_DEPTH, da->max_qp_wr);
-		ia.cap.max_recv_wr = (uint32_t)clamp(PERF_RX_DEPTH, da->max_qp_wr);
+		/* with an SRQ the QP has no receive queue of its own */
+		ia.cap.max_recv_wr = pc->srq ? 0 : (uint32_t)clamp(PERF_RX_DEPTH, da->max_qp_wr);
 		ia.cap.max_send_sge = 1;
 		ia.cap.max_recv_sge = 1;
 		ia.cap.max_inline_data = (uint32_t)pc->inline_size;
@@ -228,6 +248,13 @@ void perf_close(struct perf_ctx *pc)
 		efi_dereg_mr(pq->mr);
 		free(pq->buf);
 	}
+	/* after its QPs: an SRQ in use cannot be destroyed (EBUSY) */
+	if (pc->srq) {
+		int rc = efi_destroy_srq(pc->srq);
+
+		if (rc)
+			perf_die("efi_destroy_srq: %s", strerror(rc));
+	}
 	efi_destroy_comp_channel(pc->channel);
 	efi_dealloc_pd(pc->pd);
 	efi_close_device(pc->ctx);
@@ -283,12 +310,43 @@ int perf_poll(struct perf_ctx *pc, struct perf_qp *pq, struct efi_wc *wc, int n,
 	}
 }
 
-void perf_fill_recvs(struct perf_qp *pq, int depth)
+void perf_recv_taken(struct perf_ctx *pc, struct perf_qp *pq)
+{
+	if (pc->srq)
+		pc->srq_posted--;
+	else
+		pq->recvs_posted--;
+}
+
+/* The SRQ's receives all go to qps[0]'s first half, which is as large as
+ * every QP's (one buffer size per run). */
+static void fill_srq(struct perf_ctx *pc, int depth)
+{
+	struct perf_qp *q0 = &pc->qps[0];
+	struct efi_sge sge = { .addr = (uintptr_t)q0->buf, .length = (uint32_t)q0->half,
+			       .lkey = q0->mr->lkey };
+	struct efi_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+	int want = clamp(depth * pc->num_qps, pc->srq_size);
+
+	while (pc->srq_posted < want) {
+		int rc = efi_post_srq_recv(pc->srq, &wr, &bad);
+
+		if (rc)
+			perf_die("efi_post_srq_recv: %s", strerror(rc));
+		pc->srq_posted++;
+	}
+}
+
+void perf_fill_recvs(struct perf_ctx *pc, struct perf_qp *pq, int depth)
 {
 	struct efi_sge sge = { .addr = (uintptr_t)pq->buf, .length = (uint32_t)pq->half,
 			       .lkey = pq->mr->lkey };
 	struct efi_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
 
+	if (pc->srq) {
+		fill_srq(pc, depth);
+		return;
+	}
 	while (pq->recvs_posted < depth) {
 		int rc = efi_post_recv(pq->qp, &wr, &bad);
 
