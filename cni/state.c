@@ -271,7 +271,8 @@ int cni_range_take(struct cni_state *s, const struct cni_conf *c, const struct c
 		return cni_fail(e, CNI_E_IO, strerror(-r), "cannot read the range's allocations");
 	}
 	if (!t.found) {
-		qsort(t.used, t.n, sizeof(*t.used), cmp_u32);
+		if (t.n)
+			qsort(t.used, t.n, sizeof(*t.used), cmp_u32);
 		snprintf(holder, sizeof(holder), "%s %s\n", env->container_id, env->ifname);
 		for (uint64_t ip = c->range.start; ip <= c->range.end; ip++) {
 			uint32_t v = (uint32_t)ip;
