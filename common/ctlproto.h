@@ -219,6 +219,8 @@ enum efi_ctl_cm_reason {
 	EFI_CM_REJ_BACKLOG = 3,     /* the listener has too many unanswered requests */
 	EFI_CM_REJ_INVALID = 4,     /* the request was malformed or named no interface */
 	EFI_CM_REJ_EXPIRED = 5,     /* the answer came after the requester gave up */
+	EFI_CM_REJ_DETACHED = 6,    /* efid to its application only, on DISCONNECTED:
+				     * the local interface was detached */
 };
 
 #ifdef __cplusplus

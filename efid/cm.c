@@ -570,7 +570,7 @@ void cm_iface_gone(struct efid *d, const char *instance, const char *ifname)
 			continue;
 		/* the application's watcher moves its QP to ERR at this event */
 		if (c->state == CS_ESTABLISHED || c->state == CS_REP_RCVD || c->state == CS_REP_SENT)
-			push_simple(c->client, EFI_CM_EV_DISCONNECTED, 0, NULL, 0);
+			push_simple(c->client, EFI_CM_EV_DISCONNECTED, EFI_CM_REJ_DETACHED, NULL, 0);
 		else
 			push_simple(c->client, EFI_CM_EV_UNREACHABLE, 0, NULL, 0);
 		cm_conn_release(d, c);

@@ -156,6 +156,7 @@ int efi_cm_take_event(struct efi_cm_id *id, const struct ctl_reply *f, struct ef
 		return 0;
 	case EFI_CM_EV_DISCONNECTED:
 		ev->event = EFI_CM_EVENT_DISCONNECTED;
+		ev->reject_reason = (int)u32_of(tb, EFI_A_CM_REASON); /* 0 or DETACHED */
 		efi_cm_qp_to_error(id);
 		id->closed = true;
 		return 0;

@@ -60,13 +60,17 @@ enum efi_cm_reject_reason {
 	EFI_CM_REJECT_BACKLOG = 3,	/* the listener's backlog is full */
 	EFI_CM_REJECT_INVALID = 4,	/* the address is not an EFI interface there */
 	EFI_CM_REJECT_EXPIRED = 5,	/* answered too late */
+	EFI_CM_DISCONNECT_DETACHED = 6,	/* DISCONNECTED: the local interface was
+					 * detached (the device is gone) */
 };
 
 struct efi_cm_event {
 	enum efi_cm_event_type event;
 	struct efi_cm_id *id;		/* the listener or connection it came on */
 	struct efi_cm_id *request;	/* CONNECT_REQUEST: accept or reject it */
-	int reject_reason;		/* REJECTED: enum efi_cm_reject_reason */
+	int reject_reason;		/* REJECTED: enum efi_cm_reject_reason;
+					 * DISCONNECTED: EFI_CM_DISCONNECT_DETACHED
+					 * or 0 */
 	uint32_t service;		/* CONNECT_REQUEST: the service asked for */
 	union efi_gid peer_gid;		/* CONNECT_REQUEST, ESTABLISHED: the peer's GID */
 	uint32_t peer_qp_num;		/* CONNECT_REQUEST, ESTABLISHED */
