@@ -268,6 +268,27 @@ static void disconnected(struct rcm_id *id)
 	rcm_queue(id->ch, e);
 }
 
+/*
+ * The connection ended because its interface was detached (efi_cm says so
+ * in the DISCONNECTED: EFI_CM_DISCONNECT_DETACHED; the QP is in ERR).
+ * librdmacm reports that as DEVICE_REMOVAL, and nothing after it: the
+ * program is to destroy the id.  (libefi's lease learns the detach too, but
+ * on another socket: asking it at this event races it.)
+ */
+static void device_removed(struct rcm_id *id)
+{
+	struct rcm_event *e;
+
+	id->state = RCM_DISCONNECTED;
+	if (id->disconnect_sent)
+		return;
+	e = rcm_event_new(id, RDMA_CM_EVENT_DEVICE_REMOVAL, 0);
+	if (!e)
+		return;
+	id->disconnect_sent = 1;
+	rcm_queue(id->ch, e);
+}
+
 RCM_EXPORT int rdma_disconnect(struct rdma_cm_id *cm_id)
 {
 	struct rcm_id *id = rcm_id(cm_id);
@@ -373,7 +394,9 @@ void rcm_translate(struct rcm_src *src, const struct efi_cm_event *ev)
 		return;
 	}
 	if (ev->event == EFI_CM_EVENT_DISCONNECTED) {
-		if (id->state != RCM_DISCONNECTED)
+		if (id->state != RCM_DISCONNECTED && ev->reject_reason == EFI_CM_DISCONNECT_DETACHED)
+			device_removed(id);
+		else if (id->state != RCM_DISCONNECTED)
 			disconnected(id);
 		return;
 	}

@@ -40,7 +40,9 @@ rcm_init() {
 #   one:   one efid, both instances on its bridge;
 #   two:   two efid, one instance each, one bridge (dp_two_hosts);
 #   hosts: two hosts of the testbed (tests/testbed/testbed.sh), routed
-#          through its fabric over two paths (rcm_init TAG testbed first).
+#          through its fabric over two paths (rcm_init TAG testbed first);
+#   two6:  as two, each interface with an IPv6 address beside its IPv4 one
+#          (IP6_A, IP6_B).
 # RCM_CTL_A / RCM_CTL_B name efictl's ids (ctl_on) of A's and B's efids,
 # or their testbed hosts (tb_ctl): rcm_ctl a|b ARGS... runs efictl there.
 rcm_topology() {
@@ -52,6 +54,22 @@ rcm_topology() {
 		;;
 	two)
 		dp_two_hosts
+		RCM_CTL_A=one RCM_CTL_B=two
+		;;
+	two6)
+		_dp_instances
+		IP6_A=fd77::1
+		IP6_B=fd77::2
+		efid_start one
+		assert_exit 0 ctl_on one attach "$A" --name efi0 --address "$IP_A/24" \
+			--address "$IP6_A/64" --uplink "$BR"
+		efid_start two
+		assert_exit 0 ctl_on two attach "$B" --name efi0 --address "$IP_B/24" \
+			--address "$IP6_B/64" --uplink "$BR"
+		SOCK_A=${EFID_SOCK[one]}
+		SOCK_B=${EFID_SOCK[two]}
+		_dp_ready
+		wait_for 5000 "ping $A -> $IP6_B" ip netns exec "$A" ping -6 -c 1 -W 1 "$IP6_B"
 		RCM_CTL_A=one RCM_CTL_B=two
 		;;
 	hosts)

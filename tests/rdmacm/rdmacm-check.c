@@ -12,7 +12,11 @@
  *                                     rejected, others accepted; prints one
  *                                     line per event
  *   rdmacm-check client ADDR PORT CASE   CASE: pdata reject nolistener
- *                                     addrerror hang
+ *                                     addrerror hang detach
+ * ADDR is IPv4 or IPv6.  "detach": connected, the client prints its pid and
+ * waits for the test to detach its interface: it must see
+ * RDMA_CM_EVENT_DEVICE_REMOVAL (and nothing after it but DISCONNECTED,
+ * which librdmacm does not give; ours must not either).
  * Exit status 0 when every check passed; "FAIL: ..." on stderr otherwise.
  */
 #include <arpa/inet.h>
@@ -67,12 +71,33 @@ static void make_qp(struct rdma_cm_id *id)
 	CHECK(id->verbs == id->qp->context, "the QP is not on id->verbs");
 }
 
-static void addr(const char *host, int port, struct sockaddr_in *sin)
+/* host (IPv4 or IPv6) and port into ss */
+static void addr(const char *host, int port, struct sockaddr_storage *ss)
 {
-	memset(sin, 0, sizeof(*sin));
-	sin->sin_family = AF_INET;
-	sin->sin_port = htons((uint16_t)port);
-	CHECK(inet_pton(AF_INET, host, &sin->sin_addr) == 1, "bad address %s", host);
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)port);
+		return;
+	}
+	CHECK(inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1, "bad address %s", host);
+	sin6->sin6_family = AF_INET6;
+	sin6->sin6_port = htons((uint16_t)port);
+}
+
+/* The same address (and family), ports aside. */
+static int same_addr(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return 0;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		      &((const struct sockaddr_in6 *)b)->sin6_addr, 16) == 0;
 }
 
 static int server(const char *host, int port, int n)
@@ -80,7 +105,7 @@ static int server(const char *host, int port, int n)
 	struct rdma_event_channel *ch = rdma_create_event_channel();
 	struct rdma_cm_id *listen_id, *id;
 	struct rdma_cm_event *ev;
-	struct sockaddr_in sin;
+	struct sockaddr_storage sin;
 	int answered = 0, open = 0;
 
 	CHECK(ch, "rdma_create_event_channel: %s", strerror(errno));
@@ -90,6 +115,7 @@ static int server(const char *host, int port, int n)
 	CHECK(rdma_bind_addr(listen_id, (struct sockaddr *)&sin) == 0, "rdma_bind_addr: %s",
 	      strerror(errno));
 	CHECK(listen_id->verbs, "a bound id has no verbs context");
+	CHECK(same_addr(rdma_get_local_addr(listen_id), (struct sockaddr *)&sin), "the bound address");
 	CHECK(ntohs(rdma_get_src_port(listen_id)) == port, "src port %u", ntohs(rdma_get_src_port(listen_id)));
 	CHECK(rdma_listen(listen_id, 4) == 0, "rdma_listen: %s", strerror(errno));
 	printf("listening\n");
@@ -103,6 +129,9 @@ static int server(const char *host, int port, int n)
 		case RDMA_CM_EVENT_CONNECT_REQUEST:
 			CHECK(ev->listen_id == listen_id, "listen_id");
 			CHECK(id->verbs == listen_id->verbs, "the request's device");
+			CHECK(rdma_get_peer_addr(id)->sa_family == sin.ss_family &&
+			      rdma_get_local_addr(id)->sa_family == sin.ss_family,
+			      "the request's address family");
 			answered++;
 			if (ev->param.conn.private_data_len >= 6 &&
 			    memcmp(ev->param.conn.private_data, "reject", 6) == 0) {
@@ -158,7 +187,7 @@ static int server(const char *host, int port, int n)
 static int resolve(struct rdma_event_channel *ch, struct rdma_cm_id *id, const char *host, int port)
 {
 	struct rdma_cm_event *ev;
-	struct sockaddr_in dst;
+	struct sockaddr_storage dst;
 	int status;
 
 	addr(host, port, &dst);
@@ -207,8 +236,13 @@ static int client(const char *host, int port, const char *c)
 	CHECK(resolve(ch, id, host, port) == 0, "resolving %s", host);
 	CHECK(ntohs(rdma_get_dst_port(id)) == port, "dst port %u", ntohs(rdma_get_dst_port(id)));
 	CHECK(rdma_get_src_port(id) != 0, "no src port");
-	CHECK(((struct sockaddr_in *)rdma_get_peer_addr(id))->sin_addr.s_addr ==
-	      ((struct sockaddr_in *)&id->route.addr.dst_addr)->sin_addr.s_addr, "peer addr");
+	{
+		struct sockaddr_storage want;
+
+		addr(host, port, &want);
+		CHECK(same_addr(rdma_get_peer_addr(id), (struct sockaddr *)&want), "peer addr");
+		CHECK(rdma_get_local_addr(id)->sa_family == want.ss_family, "local address family");
+	}
 	make_qp(id);
 	/* a non-blocking channel says EAGAIN when nothing waits */
 	flags = fcntl(ch->fd, F_GETFL);
@@ -256,6 +290,23 @@ static int client(const char *host, int port, const char *c)
 			fflush(stdout);
 			for (;;)
 				pause();	/* the test kills us */
+		}
+		if (strcmp(c, "detach") == 0) {
+			printf("pid %d\n", (int)getpid());
+			fflush(stdout);
+			/* the test detaches our interface now */
+			rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DEVICE_REMOVAL));
+			printf("device removal\n");
+			/* librdmacm gives nothing more; the program destroys
+			 * the id (a QP on a removed device cannot connect) */
+			flags = fcntl(ch->fd, F_GETFL);
+			fcntl(ch->fd, F_SETFL, flags | O_NONBLOCK);
+			pfd.fd = ch->fd;
+			pfd.events = POLLIN;
+			if (poll(&pfd, 1, 500) == 1 && rdma_get_cm_event(ch, &ev) == 0)
+				CHECK(0, "%s after DEVICE_REMOVAL", rdma_event_str(ev->event));
+			rdma_destroy_qp(id);
+			goto done;
 		}
 		CHECK(rdma_disconnect(id) == 0, "rdma_disconnect: %s", strerror(errno));
 		rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
