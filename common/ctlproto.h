@@ -55,6 +55,8 @@ enum efi_ctl_type {
 	EFI_CTL_CM_READY = 0x0034,      /* active side: its QP is in RTS (sends the RTU) */
 	EFI_CTL_CM_DISCONNECT = 0x0035, /* this connection's: tell the peer, forget it */
 	EFI_CTL_CM_EVENT = 0x0036,      /* efid → client, unsolicited: CM_EVENT + fields */
+	EFI_CTL_CM_RESUME = 0x0037,     /* after an efid restart: CM_ID (tid, or the handle of an
+	                                   accepted request), CM_ACTIVE; takes up the connection */
 };
 
 /*

@@ -66,6 +66,7 @@ static const char *cm_state_name(enum conn_state s)
 
 void cm_conn_unlink(struct cm *cm, struct cm_conn *c)
 {
+	cm_persist_conn(cm->d, c, false);
 	cm_conn_unindex(cm, c);
 	cm_timed_del(cm, c);
 	if (c->prev)
@@ -304,6 +305,8 @@ static void input_req(struct efid *d, const char *instance, const struct sockadd
 		reason = EFI_CM_REJ_INVALID;
 	else if (!(l = cm_listener_find(d, instance, g.ifname, m->service)))
 		reason = EFI_CM_REJ_NO_LISTENER;
+	else if (l->orphan)
+		return; /* efid restarted and the listener is not back yet: the requester resends */
 	else if (l->pending >= l->backlog)
 		reason = EFI_CM_REJ_BACKLOG;
 	c = cm_conn_new(d, false, instance, m->tid);
@@ -392,6 +395,14 @@ static void peer_disconnected(struct efid *d, struct cm_conn *c)
 	if (c->client && (c->state == CS_ESTABLISHED || c->state == CS_REP_RCVD ||
 			  c->state == CS_REP_SENT))
 		push_simple(c->client, EFI_CM_EV_DISCONNECTED, 0, NULL, 0);
+	cm_persist_conn(d, c, false);
+	if (c->orphan) {
+		/* its application has not taken it up since efid restarted:
+		 * the record tells it when it does */
+		c->peer_gone = true;
+		cm_conn_bury(d, c, 5 * DREQ_LINGER_USEC);
+		return;
+	}
 	cm_conn_bury(d, c, DREQ_LINGER_USEC);
 }
 
@@ -433,6 +444,7 @@ void cm_input(struct efid *d, const char *instance, const struct sockaddr_in6 *f
 			c->state = CS_ESTABLISHED;
 			c->resending = false;
 			c->deadline = 0;
+			cm_persist_conn(d, c, true);
 			push_simple(c->client, EFI_CM_EV_ESTABLISHED, 0, NULL, 0);
 		}
 		return;
@@ -485,6 +497,7 @@ void cm_conn_release(struct efid *d, struct cm_conn *c)
 	case CS_ESTABLISHED: {
 		struct cm_wire_msg dreq = { .type = CM_W_DREQ, .from_active = c->active };
 		c->state = CS_CLOSING;
+		cm_persist_conn(d, c, false);
 		cm_conn_send(d, c, &dreq, true);
 		cm_set_deadline(d, c, DREQ_LINGER_USEC);
 		return;
@@ -544,6 +557,7 @@ void cm_client_gone(struct efid *d, struct client *cl)
 		cm_listener_unindex(d->cm, l);
 		log_debug("cm: listener on %s/%s service %u closed", l->instance, l->ifname,
 			  l->service);
+		cm_persist_listener(d, l, false);
 		d->cm->nlisteners--;
 		free(l);
 	}
@@ -665,12 +679,15 @@ int cm_start(struct efid *d)
 	if (!cm)
 		return -ENOMEM;
 	d->cm = cm;
+	cm->d = d;
 	uint64_t now = now_usec(d);
 	int r = sd_event_add_time(d->event, &cm->tick, CLOCK_MONOTONIC, now + TICK_USEC, 1000,
 				  on_tick, d);
 	if (r >= 0)
 		r = sd_event_add_time(d->event, &cm->sync_timer, CLOCK_MONOTONIC, now + 1000000ull,
 				      100000ull, on_sync, d);
+	if (r >= 0)
+		r = cm_persist_start(d);
 	if (r < 0) {
 		log_error("cm: cannot set up timers: %s", strerror(-r));
 		cm_stop(d);
@@ -691,7 +708,9 @@ void cm_stop(struct efid *d)
 	if (!cm)
 		return;
 	/* control_stop let go of every client without telling any peer
-	 * (cm_shutdown): established connections outlive efid. */
+	 * (cm_shutdown): established connections outlive efid, and their
+	 * records stay in the store for the next one. */
+	cm_persist_stop(d);
 	while (cm->conns)
 		cm_conn_unlink(cm, cm->conns);
 	while (cm->listeners) {

@@ -43,6 +43,8 @@ struct cm_listener {
 	char ifname[EFI_IFNAME_MAX + 1];
 	uint32_t service;
 	unsigned backlog, pending;
+	pid_t pid;                   /* the process listening */
+	bool orphan;                 /* loaded after a restart, not taken up yet (no client) */
 };
 
 enum conn_state {
@@ -79,9 +81,13 @@ struct cm_conn {
 	uint32_t local_qpn, peer_qpn; /* 0 until known */
 	union efi_gid peer_gid;      /* the GID the peer's QP sends from (or was connected to) */
 	pid_t pid;                   /* the process that made or accepted it */
+	bool persisted;              /* in the store (cm_persist.c) */
+	bool orphan;                 /* loaded after a restart, not taken up yet */
+	bool peer_gone;              /* an orphan whose peer disconnected meanwhile */
 };
 
 struct cm {
+	struct efid *d;
 	struct cm_listener *listeners;
 	struct cm_conn *conns;
 	unsigned nlisteners, nconns;
@@ -89,6 +95,11 @@ struct cm {
 	 * listeners by client; and the connections the tick must look at */
 	struct cm_map by_tid, by_handle, by_client, listener_by_client;
 	struct cm_conn *timed;
+	/* cm_persist.c: records waiting to be written, the timer that writes
+	 * them, the end of the time given to take records up after a restart */
+	struct cm_persist_op *persist_head, *persist_tail;
+	sd_event_source *persist_timer, *grace_timer;
+	bool no_persist;
 	struct cm_sock *socks;
 	sd_event_source *tick;       /* on while a connection waits for something */
 	sd_event_source *sync_timer;
@@ -114,6 +125,18 @@ void cm_listener_unindex(struct cm *cm, struct cm_listener *l);
 struct cm_listener *cm_listener_of_client(struct cm *cm, const struct client *cl);
 void cm_timed_add(struct cm *cm, struct cm_conn *c);
 void cm_timed_del(struct cm *cm, struct cm_conn *c);
+
+/* cm_persist.c */
+/* Loads what a previous efid stored (as orphans) and sets up the writer.
+ * 0 or -errno (a store that cannot be read is logged, not an error). */
+int cm_persist_start(struct efid *d);
+/* Writes what is queued; nothing is queued after (efid is stopping). */
+void cm_persist_stop(struct efid *d);
+void cm_persist_flush(struct efid *d);
+/* Queues l (keep) or its removal.  Listeners: on listen and when they go. */
+void cm_persist_listener(struct efid *d, const struct cm_listener *l, bool keep);
+/* Queues c (keep: it is established) or its removal; no-op when already so. */
+void cm_persist_conn(struct efid *d, struct cm_conn *c, bool keep);
 
 /* cm.c */
 /* A record, indexed by tid.  NULL when out of memory or at MAX_CONNS. */

@@ -31,11 +31,13 @@ static const struct ctl_policy cm_policy[EFI_A_MAX] = {
 	[EFI_A_CM_TIMEOUT] = { .kind = CTL_U32 },
 	[EFI_A_CM_PRIVATE] = { .kind = CTL_BIN, .minlen = 0, .maxlen = EFI_CM_PRIVATE_MAX },
 	[EFI_A_CM_ID] = { .kind = CTL_U64 },
+	[EFI_A_CM_ACTIVE] = { .kind = CTL_U32 },
 };
 
 bool cm_is_request(uint16_t type)
 {
-	return type >= EFI_CTL_CM_LISTEN && type <= EFI_CTL_CM_DISCONNECT;
+	return (type >= EFI_CTL_CM_LISTEN && type <= EFI_CTL_CM_DISCONNECT) ||
+	       type == EFI_CTL_CM_RESUME;
 }
 
 static bool get_u32(const struct ctl_attr *tb, uint16_t a, uint32_t *v)
@@ -97,9 +99,30 @@ static int handle_listen(struct efid *d, struct client *c, const struct peer *p,
 		return -ENODEV;
 	}
 	struct cm_listener *other = cm_listener_find(d, p->instance, ifname, service);
+	if (other && other->orphan && other->pid == p->pid) {
+		/* efid restarted and the listener's process listens again:
+		 * the record is its own (cm_persist.c) */
+		other->client = c;
+		if (cm_listener_index(d->cm, other) < 0) {
+			other->client = NULL;
+			return -ENOMEM;
+		}
+		other->orphan = false;
+		other->backlog = backlog;
+		cm_persist_listener(d, other, true);
+		log_debug("cm: pid %d took up its listener on %s/%s service %u again", (int)p->pid,
+			  p->instance, ifname, service);
+		return 0;
+	}
+	if (other && other->orphan) {
+		snprintf(err, errlen,
+			 "service %u on %s is kept for pid %d, which listened on it before efid restarted (for up to 10 s)",
+			 service, ifname, (int)other->pid);
+		return -EADDRINUSE;
+	}
 	if (other) {
 		snprintf(err, errlen, "service %u on %s is already listened on (pid %d)", service,
-			 ifname, (int)control_peer(other->client)->pid);
+			 ifname, (int)other->pid);
 		return -EADDRINUSE;
 	}
 	if (d->config.max_listeners) {
@@ -118,6 +141,7 @@ static int handle_listen(struct efid *d, struct client *c, const struct peer *p,
 	if (!l)
 		return -ENOMEM;
 	l->client = c;
+	l->pid = p->pid;
 	if (cm_listener_index(d->cm, l) < 0) {
 		free(l);
 		return -ENOMEM;
@@ -129,6 +153,7 @@ static int handle_listen(struct efid *d, struct client *c, const struct peer *p,
 	l->next = d->cm->listeners;
 	d->cm->listeners = l;
 	d->cm->nlisteners++;
+	cm_persist_listener(d, l, true);
 	log_debug("cm: pid %d listens on %s/%s service %u", (int)p->pid, p->instance, ifname,
 		  service);
 	return 0;
@@ -276,7 +301,55 @@ static int handle_ready(struct efid *d, struct client *c, char *err, size_t errl
 	}
 	struct cm_wire_msg rtu = { .type = CM_W_RTU };
 	cn->state = CS_ESTABLISHED;
+	cm_persist_conn(d, cn, true);
 	cm_conn_send(d, cn, &rtu, false);
+	return 0;
+}
+
+/* CM_RESUME: after an efid restart, a process takes up an established
+ * connection of its own again (cm_persist.c): CM_ID is the tid of an active
+ * connection or the handle of a passive one (CM_ACTIVE says which). */
+static int handle_resume(struct efid *d, struct client *c, const struct peer *p,
+			 const struct ctl_attr *tb, char *err, size_t errlen)
+{
+	uint64_t id = 0;
+	uint32_t active = 0;
+	int r = busy(d, c, err, errlen);
+	if (r)
+		return r;
+	if (!ctl_has(tb, EFI_A_CM_ID) || ctl_attr_u64(&tb[EFI_A_CM_ID], &id) < 0 ||
+	    !get_u32(tb, EFI_A_CM_ACTIVE, &active) || active > 1) {
+		snprintf(err, errlen, "resume needs the connection's id and which side it is");
+		return -EINVAL;
+	}
+	struct cm_conn *cn = NULL;
+	struct cm_map *map = active ? &d->cm->by_tid : &d->cm->by_handle;
+	for (struct cm_map_node *n = cm_map_first(map, id); n && !cn; n = cm_map_next(n)) {
+		struct cm_conn *x = n->val;
+		if (x->active == (active != 0) && strcmp(x->instance, p->instance) == 0 &&
+		    (x->orphan || x->peer_gone))
+			cn = x;
+	}
+	if (!cn) {
+		snprintf(err, errlen,
+			 "no connection to take up: this efid does not know it (it ended, or was made before efid kept connections)");
+		return -ENOENT;
+	}
+	if (cn->pid != p->pid) {
+		snprintf(err, errlen, "the connection belongs to pid %d", (int)cn->pid);
+		return -EPERM;
+	}
+	if (cn->peer_gone) {
+		/* the peer disconnected while efid was away */
+		cm_conn_unlink(d->cm, cn);
+		snprintf(err, errlen, "the peer disconnected while efid restarted");
+		return -ENOTCONN;
+	}
+	if (cm_conn_set_client(d->cm, cn, c) < 0)
+		return -ENOMEM;
+	cn->orphan = false;
+	log_debug("cm: pid %d took up connection %016llx in %s again", (int)p->pid,
+		  (unsigned long long)cn->tid, p->instance);
 	return 0;
 }
 
@@ -309,6 +382,8 @@ int cm_handle_request(struct efid *d, struct client *c, uint16_t type, const uin
 		return handle_reject(d, p, tb, err, errlen);
 	case EFI_CTL_CM_READY:
 		return handle_ready(d, c, err, errlen);
+	case EFI_CTL_CM_RESUME:
+		return handle_resume(d, c, p, tb, err, errlen);
 	case EFI_CTL_CM_DISCONNECT: {
 		struct cm_conn *cn = cm_conn_of(d, c);
 		if (cn)

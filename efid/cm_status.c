@@ -40,7 +40,7 @@ void cm_put_status(struct efid *d, struct ctl_buf *b, const char *instance, cons
 			continue;
 		size_t nest = ctl_nest_begin(b, EFI_A_CM_LISTENER);
 		ctl_put_u32(b, EFI_A_CM_SERVICE, l->service);
-		ctl_put_u32(b, EFI_A_PID, (uint32_t)control_peer(l->client)->pid);
+		ctl_put_u32(b, EFI_A_PID, (uint32_t)l->pid);
 		ctl_put_u32(b, EFI_A_CM_BACKLOG, l->backlog);
 		ctl_put_u32(b, EFI_A_CM_PENDING, l->pending);
 		ctl_nest_end(b, nest);
