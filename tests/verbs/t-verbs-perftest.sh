@@ -4,7 +4,9 @@
 # ib_write_bw and ib_read_bw with -x 0 run to completion in both directions
 # and print their tables, ib_send_lat and ib_send_bw with --use-srq too
 # (shared receive queues, issue 16); options that need what EFI lacks
-# (UD/UC/XRC QPs, rdma_cm) fail with perftest's own message, never a crash.
+# (UD/UC/XRC QPs) fail with perftest's own message, never a crash, and so
+# does -R (rdma_cm) here, where efi-run has no libefi-rdmacm on its path
+# (tests/rdmacm/t-rdmacm-perftest.sh runs -R with it).
 # Cost: ~30 s (small -n).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 # shellcheck source=tests/verbs/lib.sh

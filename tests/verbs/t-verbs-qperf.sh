@@ -5,9 +5,15 @@
 # Invalid argument"); now they get as far as RoCE addressing lets them:
 # without -cm1 qperf exchanges LIDs, never GIDs, and moves its QPs to RTR
 # without a GRH, which a RoCE port (EFI's too) refuses, so every rc_* test
-# stops at "failed to modify QP to RTR" (docs/verbs.md, "qperf"); with -cm1
-# it needs the kernel rdma_cm.  The test holds qperf to that: QP creation
-# passes, RTR is the stop, on both sides, and nothing crashes or hangs.
+# stops at "failed to modify QP to RTR" (docs/verbs.md, "qperf").  With
+# -cm1 qperf connects through librdmacm, which efi-run serves with
+# libefi-rdmacm when that is installed beside libefi-verbs:
+# tests/rdmacm/t-rdmacm-qperf.sh runs rc_lat, rc_bw, rc_rdma_write_bw and
+# rc_rdma_read_bw that way.  Here efi-run has no libefi-rdmacm on its path
+# (the build tree keeps it in rdmacm/.libs), so -cm1 meets the system's
+# librdmacm, which finds no device.  The test holds qperf to that: QP
+# creation passes, RTR is the stop, on both sides, and nothing crashes or
+# hangs.
 # Cost: ~3 s.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 # shellcheck source=tests/verbs/lib.sh
@@ -45,6 +51,6 @@ for t in rc_bw rc_rdma_write_bw rc_rdma_read_bw rc_lat rc_fetch_add_mr; do
 	fi
 	vmatch 'failed to modify QP to RTR' "$OUT" "qperf $t stops at RTR (no GRH; server: $(cat "$TMPD/qperf.s"))"
 done
-log "qperf rc_bw -cm1: needs the kernel rdma_cm"
+log "qperf rc_bw -cm1 without libefi-rdmacm: the system librdmacm finds no device"
 qperf_run rc_bw -cm1
 vmatch 'rdma_create_event_channel failed' "$OUT" "qperf -cm1"
