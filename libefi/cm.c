@@ -120,6 +120,10 @@ void efi_cm_id_free(struct efi_cm_id *id)
 	while (id->events) {
 		struct queued_event *q = id->events;
 		id->events = q->next;
+		/* a listener's request nobody took: rejected, as efid would
+		 * once the listener is gone */
+		if (!q->err && q->ev.event == EFI_CM_EVENT_CONNECT_REQUEST && q->ev.request)
+			efi_cm_destroy_id(q->ev.request);
 		free(q);
 	}
 	if (id->ready_fd >= 0)
@@ -366,6 +370,15 @@ struct efi_cm_id *efi_listen(struct efi_context *context, const char *service, i
 	}
 	ctl_reply_free(&rep);
 	id->service = port;
+	id->backlog = backlog ? (uint32_t)backlog : 128u;
+	/* the watcher reads its events too, and listens again after an efid
+	 * restart; its channel is then an eventfd like a connection's */
+	r = efi_cm_watch(id);
+	if (r) {
+		efi_cm_id_free(id);
+		errno = r;
+		return NULL;
+	}
 	return id;
 }
 
@@ -414,6 +427,13 @@ struct efi_cm_id *efi_connect(struct efi_qp *qp, const char *host, const char *s
 		ctl_put(&b, EFI_A_CM_PRIVATE, private_data, len);
 	r = efi_cm_call(id, &b, &rep);
 	if (r == 0) {
+		/* the tid: what this side names the connection by when it takes
+		 * it up again after an efid restart (CM_RESUME) */
+		static const struct ctl_policy pol[EFI_A_MAX] = { [EFI_A_CM_ID] = { .kind = CTL_U64 } };
+		struct ctl_attr tb[EFI_A_MAX];
+		if (ctl_parse(rep.payload, rep.payload_len, pol, EFI_A_MAX, tb, NULL) == 0 &&
+		    ctl_has(tb, EFI_A_CM_ID))
+			ctl_attr_u64(&tb[EFI_A_CM_ID], &id->handle);
 		ctl_reply_free(&rep);
 		r = efi_cm_watch(id);
 	}

@@ -2,8 +2,7 @@
 /*
  * Connection-manager events: turning efid's event frames into struct
  * efi_cm_event and doing what each stands for, and efi_cm_get_event, which
- * hands a listener's events straight from its control connection and a
- * connection's from the queue the context's watcher (cm_watch.c) fills.
+ * hands out the events the context's watcher (cm_watch.c) queued on an id.
  */
 #include "config.h"
 
@@ -175,35 +174,7 @@ static int wait_ms_left(uint64_t deadline, int timeout_ms)
 	return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
 }
 
-/* A listener's events: read straight from its control connection. */
-static int listener_event(struct efi_cm_id *id, struct efi_cm_event *event, int timeout_ms)
-{
-	uint64_t deadline = efi_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000ull;
-	for (;;) {
-		struct ctl_reply f;
-		int r;
-		if (id->queue) {
-			struct queued_frame *q = id->queue;
-			id->queue = q->next;
-			if (!id->queue)
-				id->queue_tail = NULL;
-			f = q->frame;
-			free(q);
-		} else {
-			r = ctl_client_recv(id->ctl, &f, wait_ms_left(deadline, timeout_ms));
-			if (r == -ETIMEDOUT)
-				return EAGAIN;
-			if (r < 0)
-				return -r;
-		}
-		r = efi_cm_take_event(id, &f, event);
-		ctl_reply_free(&f);
-		if (r != EAGAIN)
-			return r;
-	}
-}
-
-/* A connection's: what its watcher queued. */
+/* What the context's watcher queued for the id (cm_watch.c). */
 static int connection_event(struct efi_cm_id *id, struct efi_cm_event *event, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = id->ready_fd, .events = POLLIN };
@@ -242,9 +213,7 @@ int efi_cm_get_event(struct efi_cm_id *id, struct efi_cm_event *event, int timeo
 {
 	if (!id || !event || id->kind == ID_REQUEST)
 		return EINVAL;
-	if (id->watching)
-		return connection_event(id, event, timeout_ms);
-	if (!id->ctl)
+	if (!id->watching)
 		return ECONNRESET;
-	return listener_event(id, event, timeout_ms);
+	return connection_event(id, event, timeout_ms);
 }

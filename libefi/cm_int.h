@@ -39,8 +39,9 @@ struct efi_cm_id {
 	struct ctl_client *ctl;		/* NULL for a request not yet accepted */
 	struct queued_frame *queue, *queue_tail; /* events that came with a reply */
 	/* the peer, and what this side offered */
-	uint64_t handle;		/* a request's id at efid */
+	uint64_t handle;		/* a request's id at efid; an active connection's tid */
 	uint32_t service;
+	uint32_t backlog;		/* a listener's */
 	uint32_t peer_qpn, peer_psn, peer_mtu;
 	union efi_gid peer_gid;		/* the peer QP's GID */
 	union efi_gid local_gid;	/* this side's */
@@ -80,5 +81,15 @@ int efi_cm_watch(struct efi_cm_id *id);
 /* Takes it back; the watcher no longer touches id when this returns (no-op
  * when not watched). */
 void efi_cm_unwatch(struct efi_cm_id *id);
+
+/* cm_resume.c (the watcher's thread) */
+/* Whether efid keeps id across its restarts: a listener, an established
+ * connection not ended from this side. */
+bool efi_cm_resumable(const struct efi_cm_id *id);
+/* One attempt to take id up again at a restarted efid; on success id->ctl
+ * is the new control connection.  Returns 0, EAGAIN (no efid yet: try
+ * again later), ENOTCONN (the peer disconnected meanwhile), or another
+ * errno (efid does not know it: give up). */
+int efi_cm_resume_try(struct efi_cm_id *id);
 
 #endif

@@ -15,6 +15,13 @@
  * dropped.  The watcher marks the id it is serving (busy) and unwatching
  * waits until it is done with it, so after efi_cm_unwatch the watcher never
  * touches the id or its QP again.
+ *
+ * efid restarts: when an id's control connection breaks and efid keeps the
+ * id across restarts (a listener, an established connection), the watcher
+ * takes it up again at the new efid (cm_resume.c), retrying every 20 ms,
+ * doubling to 250 ms, for up to RESUME_GIVE_UP_MS; the application's
+ * channel stays the same.  Only then, or for what cannot be resumed, does
+ * the application hear ECONNRESET.
  */
 #include "config.h"
 
@@ -33,6 +40,16 @@
 #define KICK_TOKEN UINT64_MAX
 /* Frames served per id per turn, so one chatty id cannot starve the rest. */
 #define FRAMES_PER_TURN 16
+#define RESUME_FIRST_MS 20u
+#define RESUME_MAX_MS 250u
+#define RESUME_GIVE_UP_MS 20000u
+
+/* An id waiting for efid to come back (the watcher thread's own list). */
+struct resume_wait {
+	uint64_t token;
+	uint64_t next_ns, give_up_ns;
+	unsigned backoff_ms;
+};
 
 struct wslot {
 	struct efi_cm_id *id;	/* NULL: free */
@@ -53,6 +70,9 @@ struct efi_cm_watcher {
 	uint32_t nfree;
 	uint64_t *pending;	/* tokens with frames set aside before watching */
 	size_t npending, cap_pending;
+	/* watcher thread only */
+	struct resume_wait *resume;
+	size_t nresume, cap_resume;
 };
 
 static uint64_t token_of(uint32_t idx, uint32_t gen)
@@ -108,6 +128,105 @@ static int next_frame(struct efi_cm_id *id, struct ctl_reply *f)
 	return r < 0 ? -r : 0;
 }
 
+/* Watcher thread.  False without memory. */
+static bool resume_later(struct efi_cm_watcher *w, struct efi_cm_id *id)
+{
+	if (w->nresume == w->cap_resume) {
+		size_t cap = w->cap_resume ? w->cap_resume * 2 : 16;
+		struct resume_wait *p = realloc(w->resume, cap * sizeof(*p));
+		if (!p)
+			return false;
+		w->resume = p;
+		w->cap_resume = cap;
+	}
+	uint64_t now = efi_now_ns();
+	w->resume[w->nresume++] = (struct resume_wait){
+		.token = id->token, .next_ns = now + RESUME_FIRST_MS * 1000000ull,
+		.give_up_ns = now + RESUME_GIVE_UP_MS * 1000000ull, .backoff_ms = RESUME_FIRST_MS,
+	};
+	return true;
+}
+
+static void serve(struct efi_cm_watcher *w, struct efi_cm_id *id);
+
+/* Watcher thread, id marked busy: one attempt.  True when rw is done. */
+static bool resume_one(struct efi_cm_watcher *w, struct efi_cm_id *id, struct resume_wait *rw)
+{
+	int r = efi_cm_resume_try(id);
+	if (r == EAGAIN) {
+		uint64_t now = efi_now_ns();
+		if (now < rw->give_up_ns) {
+			rw->next_ns = now + rw->backoff_ms * 1000000ull;
+			rw->backoff_ms = rw->backoff_ms * 2 > RESUME_MAX_MS ? RESUME_MAX_MS : rw->backoff_ms * 2;
+			return false;
+		}
+		r = ECONNRESET;
+	}
+	if (r == 0) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = id->token };
+		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, ctl_client_fd(id->ctl), &ev) == 0) {
+			id->dead = false;
+			if (atomic_load(&id->disconnected)) {
+				/* efi_disconnect ran while efid was away */
+				struct ctl_buf b;
+				efi_cm_begin(&b, EFI_CTL_CM_DISCONNECT);
+				if (ctl_msg_end(&b) == 0) {
+					pthread_mutex_lock(&id->lock);
+					ctl_client_send(id->ctl, &b);
+					pthread_mutex_unlock(&id->lock);
+				}
+				ctl_buf_free(&b);
+			}
+			serve(w, id); /* frames that came with the reply */
+			return true;
+		}
+		r = ECONNRESET;
+	}
+	if (r == ENOTCONN && id->kind == ID_CONNECTION) {
+		/* the peer disconnected while efid was away */
+		struct efi_cm_event ev = { .event = EFI_CM_EVENT_DISCONNECTED, .id = id };
+		efi_cm_qp_to_error(id);
+		id->closed = true;
+		push_event(id, 0, &ev);
+		return true;
+	}
+	push_event(id, ECONNRESET, NULL);
+	return true;
+}
+
+/* Watcher thread: the attempts that are due; returns the epoll timeout
+ * until the next (-1: none waits). */
+static int resume_due(struct efi_cm_watcher *w)
+{
+	uint64_t now = efi_now_ns(), next = UINT64_MAX;
+	for (size_t i = 0; i < w->nresume;) {
+		struct resume_wait *rw = &w->resume[i];
+		bool done = false;
+		if (rw->next_ns <= now) {
+			pthread_mutex_lock(&w->lock);
+			struct efi_cm_id *id = lookup(w, rw->token);
+			w->busy = id;
+			pthread_mutex_unlock(&w->lock);
+			done = !id || resume_one(w, id, rw);
+			pthread_mutex_lock(&w->lock);
+			w->busy = NULL;
+			pthread_cond_broadcast(&w->idle);
+			pthread_mutex_unlock(&w->lock);
+		}
+		if (done) {
+			w->resume[i] = w->resume[--w->nresume];
+			continue;
+		}
+		if (rw->next_ns < next)
+			next = rw->next_ns;
+		i++;
+	}
+	if (next == UINT64_MAX)
+		return -1;
+	now = efi_now_ns();
+	return next <= now ? 0 : (int)((next - now + 999999) / 1000000);
+}
+
 /* Watcher thread, outside w->lock, id marked busy. */
 static void serve(struct efi_cm_watcher *w, struct efi_cm_id *id)
 {
@@ -118,12 +237,14 @@ static void serve(struct efi_cm_watcher *w, struct efi_cm_id *id)
 		if (r == EAGAIN)
 			return;
 		if (r) {
-			/* efid went away: the application hears it once, and a
-			 * hung-up descriptor leaves the set (it would stay
-			 * readable forever) */
-			push_event(id, r == EPROTO ? EPROTO : ECONNRESET, NULL);
+			/* efid went away: a hung-up descriptor leaves the set
+			 * (it would stay readable forever); the id is taken up
+			 * again at the next efid, or the application hears it
+			 * once */
 			id->dead = true;
 			epoll_ctl(w->epfd, EPOLL_CTL_DEL, ctl_client_fd(id->ctl), NULL);
+			if (r == EPROTO || !efi_cm_resumable(id) || !resume_later(w, id))
+				push_event(id, r == EPROTO ? EPROTO : ECONNRESET, NULL);
 			return;
 		}
 		r = efi_cm_take_event(id, &f, &ev);
@@ -155,7 +276,7 @@ static void *watch(void *arg)
 	struct efi_cm_watcher *w = arg;
 	struct epoll_event evs[64];
 	for (;;) {
-		int n = epoll_wait(w->epfd, evs, 64, -1);
+		int n = epoll_wait(w->epfd, evs, 64, resume_due(w));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -197,6 +318,7 @@ static void watcher_free(struct efi_cm_watcher *w)
 	free(w->slots);
 	free(w->free_idx);
 	free(w->pending);
+	free(w->resume);
 	free(w);
 }
 
