@@ -35,12 +35,12 @@ _many_show() {
 	done
 }
 
-# many_wait NAME MS PATTERN: waits for a line matching PATTERN (grep -E) in
-# NAME's output; a FAIL line there fails at once.
+# many_wait NAME MS PATTERN [COUNT]: waits for COUNT (1) lines matching
+# PATTERN (grep -E) in NAME's output; a FAIL line there fails at once.
 many_wait() {
-	local name=$1 ms=$2 pat=$3 i
+	local name=$1 ms=$2 pat=$3 count=${4:-1} i
 	for ((i = 0; i < ms / 20; i++)); do
-		grep -qE "$pat" "$TMPD/$name.out" 2>/dev/null && return 0
+		[ "$(grep -cE "$pat" "$TMPD/$name.out" 2>/dev/null)" -ge "$count" ] && return 0
 		if grep -q "^FAIL" "$TMPD/$name.out" 2>/dev/null; then
 			_many_show
 			fail "$name failed"
