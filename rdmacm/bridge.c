@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The one file that knows libefi-verbs' object layout (verbs/verbs_int.h).
+ * From libibverbs objects to libefi ones.
  *
  * librdmacm hands programs libibverbs objects (id->verbs, id->qp), and
  * programs use them with ibv_* calls, which efi-run binds to libefi-verbs;
- * efi_cm wants the libefi objects inside them.  Both libraries are built
- * from this tree together, so the layout is the same on both sides; a
- * public accessor in libefi-verbs would make this file unnecessary.
+ * efi_cm wants the libefi objects inside them, which libefi-verbs gives
+ * through its public accessors (<efi/efi_verbs.h>).
  *
  * The device table is opened once per process, as librdmacm opens every
  * RDMA device once: ids share the contexts, so a PD a program allocates on
@@ -16,8 +15,9 @@
 
 #include <string.h>
 
+#include <efi/efi_verbs.h>
+
 #include "rdmacm/rdmacm_int.h"
-#include "verbs/verbs_int.h"
 
 static pthread_once_t devs_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t devs_lock = PTHREAD_MUTEX_INITIALIZER;	/* the lazy PDs */
@@ -40,8 +40,12 @@ static void devs_open(void)
 
 		if (!c)
 			continue;
+		devs[ndevs].ectx = efi_verbs_get_context(c);
+		if (!devs[ndevs].ectx) {
+			ibv_close_device(c);
+			continue;
+		}
 		devs[ndevs].verbs = c;
-		devs[ndevs].ectx = efiv_ctx(c)->ectx;
 		ndevs++;
 	}
 	/* the opened contexts keep their devices: the list may go */
@@ -97,7 +101,7 @@ int rcm_dev_of_addr(const struct sockaddr *addr)
 
 struct efi_qp *rcm_efi_qp(struct ibv_qp *qp)
 {
-	return efiv_qp(qp)->eqp;
+	return efi_verbs_get_qp(qp);
 }
 
 struct ibv_pd *rcm_dev_pd(int dev)
