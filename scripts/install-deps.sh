@@ -45,6 +45,8 @@ build_pkgs=(
 #  (the linter)      shellcheck: lints scripts/ and tests/system/ in the suite
 #  strace             the data-path test that counts the posting thread's syscalls
 #  ibverbs-utils perftest qperf ucx-utils   unmodified verbs programs run over libefi-verbs
+#  fio python3-pyverbs   fio's rdma engine, and rdma-core's own test suite
+#                     (pyverbs), run over libefi-verbs/libefi-rdmacm
 #  librdmacm-dev rdmacm-utils   libefi-rdmacm's header and symbol reference, rping
 #  clang libbpf-dev   the testbed's tc loss program (BPF, bpf_helpers.h)
 #  bpftool            the testbed loads the dropper and sets its loss rate
@@ -65,7 +67,7 @@ build_pkgs=(
 test_pkgs=(
 	jq sqlite3 systemd clang libclang-rt-14-dev
 	util-linux procps psmisc coreutils kmod shellcheck
-	strace ibverbs-utils perftest qperf ucx-utils librdmacm-dev rdmacm-utils libbpf-dev bpftool binutils passwd iperf3 sockperf
+	strace ibverbs-utils perftest qperf ucx-utils fio python3-pyverbs librdmacm-dev rdmacm-utils libbpf-dev bpftool binutils passwd iperf3 sockperf
 	libfabric-bin openmpi-bin libopenmpi-dev python3-numpy python3-mpi4py
 	mandoc groff-base man-db
 	dpkg-dev debhelper lintian prometheus python3-prometheus-client
