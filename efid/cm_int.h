@@ -81,7 +81,8 @@ struct cm_conn {
 	uint32_t local_qpn, peer_qpn; /* 0 until known */
 	union efi_gid peer_gid;      /* the GID the peer's QP sends from (or was connected to) */
 	pid_t pid;                   /* the process that made or accepted it */
-	bool persisted;              /* in the store (cm_persist.c) */
+	bool persisted;              /* in the store, or queued for it (cm_persist.c) */
+	struct cm_persist_op *pending_op; /* its record, queued, not written yet */
 	bool orphan;                 /* loaded after a restart, not taken up yet */
 	bool peer_gone;              /* an orphan whose peer disconnected meanwhile */
 };

@@ -21,8 +21,10 @@
  *
  * Writes are grouped: the records changed within CM_PERSIST_DELAY_USEC go
  * in one transaction (synchronous=FULL makes each commit an fsync, too
- * slow for one per connect).  A SIGKILL can lose the last few
- * milliseconds' records; SIGTERM writes them before efid exits.
+ * slow for one per connect), and a connection that ends before its record
+ * was written never reaches the disk (connect-and-close loops cost no
+ * write).  A SIGKILL can lose the last few milliseconds' records; SIGTERM
+ * writes them before efid exits.
  */
 #include "config.h"
 
@@ -42,11 +44,12 @@
 #define CM_PERSIST_DELAY_USEC (5ull * 1000)
 #define CM_RESUME_GRACE_USEC (10ull * 1000000)
 
-enum op_kind { OP_LISTENER_PUT, OP_LISTENER_DEL, OP_CONN_PUT, OP_CONN_DEL };
+enum op_kind { OP_NONE, OP_LISTENER_PUT, OP_LISTENER_DEL, OP_CONN_PUT, OP_CONN_DEL };
 
 struct cm_persist_op {
 	struct cm_persist_op *next;
 	enum op_kind kind;
+	struct cm_conn *owner;		/* OP_CONN_PUT not written yet: its connection */
 	union {
 		struct store_cm_listener l;
 		struct store_cm_conn c;
@@ -116,6 +119,13 @@ void cm_persist_conn(struct efid *d, struct cm_conn *c, bool keep)
 	if (keep == c->persisted)
 		return;
 	c->persisted = keep;
+	if (!keep && c->pending_op) {
+		/* its record was not written yet: write nothing */
+		c->pending_op->kind = OP_NONE;
+		c->pending_op->owner = NULL;
+		c->pending_op = NULL;
+		return;
+	}
 	struct cm_persist_op *op = new_op(d, keep ? OP_CONN_PUT : OP_CONN_DEL);
 	if (!op)
 		return;
@@ -129,6 +139,10 @@ void cm_persist_conn(struct efid *d, struct cm_conn *c, bool keep)
 	op->c.local_qpn = c->local_qpn;
 	op->c.peer_qpn = c->peer_qpn;
 	op->c.pid = c->pid;
+	if (keep) {
+		op->owner = c;
+		c->pending_op = op;
+	}
 	enqueue(d, op);
 }
 
@@ -140,9 +154,20 @@ void cm_persist_flush(struct efid *d)
 	struct cm_persist_op *ops = cm->persist_head;
 	cm->persist_head = cm->persist_tail = NULL;
 	unsigned n = 0;
-	int r = store_begin(d->store);
+	int r = 0;
+	bool any = false;
+	for (struct cm_persist_op *op = ops; op; op = op->next) {
+		if (op->owner) {
+			op->owner->pending_op = NULL;
+			op->owner = NULL;
+		}
+		any |= op->kind != OP_NONE;
+	}
+	r = any ? store_begin(d->store) : -ECANCELED; /* nothing to write: no fsync */
 	for (struct cm_persist_op *op = ops; op && r == 0; op = op->next, n++) {
 		switch (op->kind) {
+		case OP_NONE:
+			break;
 		case OP_LISTENER_PUT:
 			r = store_cm_listener_put(d->store, &op->l);
 			break;
@@ -159,9 +184,9 @@ void cm_persist_flush(struct efid *d)
 	}
 	if (r == 0)
 		r = store_commit(d->store);
-	else
+	else if (r != -ECANCELED)
 		store_rollback(d->store);
-	if (r < 0)
+	if (r < 0 && r != -ECANCELED)
 		log_warning("cm: %u connection-manager records not stored (they will not survive an efid restart): %s",
 			    n, store_errmsg(d->store));
 	while (ops) {
