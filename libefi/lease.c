@@ -256,6 +256,12 @@ static bool resume(struct efi_lease *l)
 		return true;
 	}
 	l->ctl = c;
+	/* efid reads the counters page of the lease's connection: the
+	 * restarted one never had it, so efictl showed no counters or path
+	 * states after a restart.  A new page (the old one stays mapped: the
+	 * progress thread may be writing it this moment) */
+	if (__atomic_load_n(&ctx->cshm, __ATOMIC_ACQUIRE))
+		efi_counters_publish_open(ctx, c);
 	l->broken = false;
 	l->no_quota = false;
 	l->told_mrs = l->mrs;
