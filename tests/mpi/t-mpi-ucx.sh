@@ -1,0 +1,71 @@
+#!/bin/bash
+# Open MPI's pml ucx (Debian's Open MPI 4.1.4 over UCX 1.13) and EFI
+# (issue 16), with one rank in each of two instances:
+#
+#  - Over EFI's rc_verbs (ranks under efi-run, the device node from
+#    libefi-verbs' tmpfiles.d file, UCX_TLS=rc_verbs,tcp), MPI_Init fails
+#    where docs/verbs.md ("UCX") says: UCX picks EFI's rc_verbs for the tag
+#    lane, then finds no auxiliary transport to wire it up with (UCX 1.13
+#    needs one whose peer takes active messages asynchronously: ud_verbs;
+#    tcp is not one), "ucp_ep_create ... Destination is unreachable".  The
+#    test holds to exactly that: it fails, for that reason, after UCX chose
+#    efi0:1.  When EFI gets UD QPs, this is the test to turn around.
+#  - The same programs over pml ucx with UCX_TLS=tcp (kernel TCP on the
+#    instances' interfaces, no EFI) pass with every byte and element
+#    checked: the pml, the programs and the launch are sound, so the
+#    failure above is the transport's.
+# Cost: ~30 s.
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+# shellcheck source=tests/verbs/lib.sh
+. "$(dirname "$0")/../verbs/lib.sh"
+# shellcheck source=tests/mpi/lib.sh
+. "$(dirname "$0")/lib.sh"
+mpi_init mu
+verbs_need ucx_info ucx-utils
+ompi_info 2>/dev/null | grep -q 'MCA pml: ucx' || skip "Open MPI has no pml ucx"
+[ -x "$EFI_RUN" ] || fail "efi-run not built at $EFI_RUN"
+verbs_dev_node
+dp_one_host
+mpi_host efi-a "$A" "$SOCK_A"
+mpi_host efi-b "$B" "$SOCK_B"
+
+# pml ucx instead of the CM PML over ofi; the "self" BTL only.  pml ucx
+# runs only over the transports of pml_ucx_tls (by default RDMA ones, not
+# tcp): "any" for the baseline.
+mpi_flags() {
+	MPI_FLAGS=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
+		--mca btl self --mca osc ^ucx --mca mpi_yield_when_idle 1)
+}
+
+# ucx RESULT NAME UCX_TLS UCX_NET_DEVICES PROGRAM ARGS...: mpirun -np 2 of
+# PROGRAM with pml ucx over UCX_TLS; must end with RESULT (pass or fail)
+ucx() {
+	local want=$1 name=$2 tls=$3 devs=$4 rc=0
+	shift 4
+	log "pml ucx, UCX_TLS=$tls: $*"
+	MPI_ENV="EFI_VERBS_LIB=$EFI_VERBS_LIB UCX_TLS=$tls UCX_NET_DEVICES=$devs UCX_LOG_LEVEL=info" \
+		mpi_run "$TMPD/$name" 2 "$@" || rc=$?
+	if [ "$want" = pass ]; then
+		if [ "$rc" != 0 ]; then
+			mpi_show "$TMPD/$name" "$name"
+			fail "$name: mpirun exited $rc (124: timeout after ${MPI_TIMEOUT}s; output above)"
+		fi
+		fmatch '^OK: every (byte|element) checked$' "$(cat "$TMPD/$name")" "$name's verdict"
+	else
+		[ "$rc" != 0 ] || { mpi_show "$TMPD/$name" "$name"; fail "$name passed: update docs/verbs.md and this test"; }
+	fi
+}
+
+ucx fail rc rc_verbs,tcp efi0:1,efi0 "$EFI_RUN" "$MPI_BIN/mpi-pingpong" -M 64k -i 10
+out=$(cat "$TMPD/rc")
+# UCX took EFI's device for the tag lane (on both ranks) ...
+[ "$(grep -c 'ep_cfg\[0\]: tag(rc_verbs/efi0:1)' <<<"$out")" -ge 2 ] ||
+	{ mpi_show "$TMPD/rc" rc; fail "pml ucx did not choose rc_verbs/efi0:1 on both ranks"; }
+# ... and stopped at the wire-up, nowhere else
+fmatch 'no auxiliary transport' "$out" "pml ucx over rc_verbs: the wire-up"
+fmatch 'ucp_ep_create\(proc=[0-9]+\) failed: Destination is unreachable' "$out" "pml ucx over rc_verbs: ucp_ep_create"
+log "pml ucx over rc_verbs stops at the wire-up, as docs/verbs.md says"
+
+ucx pass pingpong tcp efi0 "$MPI_BIN/mpi-pingpong"
+mpi_show "$TMPD/pingpong" "pingpong (pml ucx, tcp)"
+ucx pass allreduce tcp efi0 "$MPI_BIN/mpi-allreduce" -i 5
