@@ -36,6 +36,11 @@ RCM_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 		goto err_epoll;
 	if (epoll_ctl(ch->ch.fd, EPOLL_CTL_ADD, ch->evfd, &ee) != 0)
 		goto err_evfd;
+	e = rcm_timewait_init(ch);
+	if (e != 0) {
+		errno = -e;
+		goto err_evfd;
+	}
 	pthread_mutex_init(&ch->lock, NULL);
 	pthread_cond_init(&ch->acked, NULL);
 	return &ch->ch;
@@ -68,6 +73,7 @@ RCM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	}
 	pthread_cond_destroy(&ch->acked);
 	pthread_mutex_destroy(&ch->lock);
+	close(ch->twfd);
 	close(ch->evfd);
 	close(ch->ch.fd);
 	free(ch);
@@ -155,6 +161,7 @@ static void collect(struct rcm_channel *ch)
 	struct epoll_event ee[16];
 	int n, i, pass;
 
+	rcm_timewait_expire(ch);
 	n = epoll_wait(ch->ch.fd, ee, 16, 0);
 	/* connections first, then listeners: a client's next request must
 	 * not overtake the ESTABLISHED or DISCONNECTED of its last connection
@@ -165,7 +172,8 @@ static void collect(struct rcm_channel *ch)
 			struct efi_cm_event ev;
 
 			if (!s || (s->owner->state == RCM_LISTEN) != pass)
-				continue;	/* NULL: the eventfd; the queue says it all */
+				continue;	/* NULL: the eventfd or the timewait
+						 * timer; the queue says it all */
 			while (s->eid && efi_cm_get_event(s->eid, &ev, 0) == 0)
 				rcm_translate(s, &ev);
 		}

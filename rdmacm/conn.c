@@ -266,6 +266,7 @@ static void disconnected(struct rcm_id *id)
 		return;
 	id->disconnect_sent = 1;
 	rcm_queue(id->ch, e);
+	rcm_timewait_start(id);
 }
 
 /*

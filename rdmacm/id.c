@@ -93,6 +93,7 @@ RCM_EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
 		if (read(ch->evfd, &cnt, sizeof(cnt)) != sizeof(cnt))
 			(void)0;
 	}
+	rcm_timewait_cancel(id);
 	rcm_unwatch_all(id);
 	if (id->request)
 		efi_cm_destroy_id(id->request);

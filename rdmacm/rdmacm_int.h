@@ -111,6 +111,10 @@ struct rcm_id {
 	uint8_t req[EFI_CM_PRIVATE_DATA_MAX];
 	size_t req_len;
 	uint64_t connect_deadline_ms;	/* CLOCK_MONOTONIC */
+	/* after DISCONNECTED: TIMEWAIT_EXIT is due then (timewait.c) */
+	uint64_t timewait_at_ms;	/* CLOCK_MONOTONIC */
+	struct rcm_id *tw_next;		/* in the channel's tw_head list */
+	int tw_pending;
 };
 
 struct rcm_event {
@@ -123,6 +127,8 @@ struct rcm_event {
 struct rcm_channel {
 	struct rdma_event_channel ch;	/* first; ch.fd is the epoll fd */
 	int evfd;			/* readable while head != NULL */
+	int twfd;			/* timerfd: a TIMEWAIT_EXIT is due */
+	struct rcm_id *tw_head;		/* ids waiting for their TIMEWAIT_EXIT */
 	pthread_mutex_t lock;
 	pthread_cond_t acked;		/* an event was acked */
 	struct rcm_event *head, *tail;
@@ -167,6 +173,14 @@ struct rcm_event *rcm_event_new(struct rcm_id *id, enum rdma_cm_event_type type,
 /* Adds/removes an efi_cm id's fd to/from the epoll set (lock held). */
 int rcm_watch(struct rcm_id *id, struct efi_cm_id *eid, int dev);
 void rcm_unwatch_all(struct rcm_id *id);
+
+/* timewait.c: TIMEWAIT_EXIT some time after DISCONNECTED (lock held,
+ * but for init, which sets twfd and adds it to the epoll set). */
+int rcm_timewait_init(struct rcm_channel *ch);
+void rcm_timewait_start(struct rcm_id *id);
+void rcm_timewait_cancel(struct rcm_id *id);
+/* Queues the TIMEWAIT_EXIT events that are due. */
+void rcm_timewait_expire(struct rcm_channel *ch);
 
 /* conn.c: an efi_cm event into rdma_cm events (the channel lock held). */
 void rcm_translate(struct rcm_src *src, const struct efi_cm_event *ev);

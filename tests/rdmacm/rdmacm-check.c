@@ -2,7 +2,8 @@
 /*
  * rdmacm-check: a librdmacm program of ours (linked against the system
  * librdmacm, run under efi-run) that checks what rping and ucmatose do not:
- * private data both ways, reject with the consumer's reason and data, a
+ * private data both ways, TIMEWAIT_EXIT after DISCONNECTED, reject with the
+ * consumer's reason and data, a
  * port nobody listens on, an address that is no EFI interface's, a
  * non-blocking channel fd, the ports and addresses an id reports, and the
  * DISCONNECTED a server gets when its client dies.
@@ -310,6 +311,9 @@ static int client(const char *host, int port, const char *c)
 		}
 		CHECK(rdma_disconnect(id) == 0, "rdma_disconnect: %s", strerror(errno));
 		rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
+		/* the QP's timewait is over some time later, as with the
+		 * kernel's CM; the QP may go only then */
+		rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_TIMEWAIT_EXIT));
 	}
 	rdma_destroy_qp(id);
 done:
