@@ -175,6 +175,11 @@ void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 			n++;
 		}
 		nresp = n;
+		/* read before efi_req_next: starting a WQE moves snd_max, and
+		 * an idle QP's clock then stayed at its last answer (or RTS):
+		 * with more than 2 s since, the first timeout of new work
+		 * failed it as a dead peer (issue 18, 10,000 QPs) */
+		bool idle = qp->snd_una == qp->snd_max;
 		while (n < EFI_BATCH && (qp->attr.qp_state == EFI_QPS_RTS || qp->attr.qp_state == EFI_QPS_SQD) &&
 		       efi_req_next(qp, now, &psn)) {
 			uint32_t next;
