@@ -187,8 +187,9 @@ void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 
 			if (qp->snd_nxt == qp->snd_una)
 				qp->timer_start_ns = now;
-			if (qp->snd_una == qp->snd_max)
+			if (idle)
 				qp->silent_since_ns = now;	/* work starts: the dead-peer clock too */
+			idle = false;
 			/* distinct send times within a batch keep RACK's
 			 * "sent after" exact */
 			ctx->txpkts[n].buf = ctx->txbuf + (size_t)n * EFI_PKTBUF_SIZE;
