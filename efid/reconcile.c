@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <netlink/cache.h>
@@ -452,10 +453,16 @@ static void scan_namespace(struct stray_scan *s, struct nl_sock *sk)
 int kernel_strays_scan(struct kernel *k)
 {
 	struct stray_scan s = { .k = k };
+	struct stat self = { 0 }, st;
 	struct dirent *e;
 	DIR *dir;
 
 	scan_namespace(&s, k->host);
+	/* efid's own namespace may have a name too (the testbed runs each
+	 * host's efid inside a named namespace): it was just scanned as the
+	 * host's, where a veth's host end belongs; scanned again as an
+	 * instance's, every host end looked like a stray. */
+	bool own_known = stat("/proc/self/ns/net", &self) == 0;
 	dir = opendir(NETNS_RUN_DIR);
 	while (dir && (e = readdir(dir))) {
 		struct nl_sock *sk;
@@ -466,6 +473,11 @@ int kernel_strays_scan(struct kernel *k)
 		nsfd = netns_open(e->d_name);
 		if (nsfd < 0)
 			continue; /* gone meanwhile, or not a name an instance can have */
+		if (own_known && fstat(nsfd, &st) == 0 && st.st_dev == self.st_dev &&
+		    st.st_ino == self.st_ino) {
+			close(nsfd);
+			continue;
+		}
 		sk = kernel_ns_socket(k, nsfd);
 		close(nsfd);
 		if (!sk)
