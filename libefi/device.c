@@ -160,13 +160,16 @@ struct efi_context *efi_context_create(struct efi_wire *wire, const struct efi_c
 	struct efi_context_int *ctx = calloc(1, sizeof(*ctx));
 	int r;
 
-	if (!ctx || !(ctx->qps = calloc(EFI_QPN_PER_BLOCK, sizeof(*ctx->qps))) ||
+	if (!ctx || !(ctx->qps[0] = calloc(EFI_QPN_PER_BLOCK, sizeof(*ctx->qps[0]))) ||
 	    !(ctx->txbuf = malloc((size_t)EFI_BATCH * EFI_PKTBUF_SIZE)) ||
 	    !(ctx->rxbuf = malloc((size_t)EFI_BATCH * EFI_RXBUF_SIZE))) {
 		r = ENOMEM;
 		goto fail;
 	}
 	ctx->p = *p;
+	ctx->nblocks = 1;
+	ctx->qpn_base[0] = p->qpn_base;
+	ctx->block_of_slot[(p->qpn_base >> 12) & (EFI_QPN_PER_BLOCK - 1)] = 1;
 	if (!ctx->p.link_mtu)
 		ctx->p.link_mtu = 1500;
 	/* Congestion-control parameters: the defaults, then efid.conf's
@@ -211,7 +214,7 @@ fail:
 	if (ctx) {
 		free(ctx->rxbuf);
 		free(ctx->txbuf);
-		free(ctx->qps);
+		free(ctx->qps[0]);
 		free(ctx);
 	}
 	errno = r;
@@ -296,7 +299,7 @@ struct efi_context *efi_open_device(struct efi_device *device)
 	struct ctl_client *c = NULL;
 	struct ctl_reply rep;
 	struct efi_ctx_params p;
-	struct efi_wire *wire;
+	struct efi_wire *wire, *blocks;
 	struct efi_context *ctx;
 	const char *fault;
 	int r, fds[EFI_WIRE_MAX_LANES], pt_index = -1, pt_fd = -1;
@@ -354,6 +357,15 @@ struct efi_context *efi_open_device(struct efi_device *device)
 		use = 0;
 		goto fail;
 	}
+	/* the context's wire spans its QPN blocks (qpn_blocks.c): this one,
+	 * and those efi_ctx_grow adds */
+	blocks = efi_wire_blocks_create(wire);
+	if (!blocks) {
+		r = errno;
+		efi_wire_destroy(wire);
+		goto fail;
+	}
+	wire = blocks;
 	fault = getenv("EFI_FAULT");
 	if (fault && *fault) {
 		struct efi_wire *w = efi_wire_fault_wrap(wire, fault);
@@ -370,6 +382,7 @@ struct efi_context *efi_open_device(struct efi_device *device)
 		efi_wire_destroy(wire);
 		goto fail;
 	}
+	ctx_of(ctx)->blocks_wire = blocks;
 	if (pt_fd >= 0) {
 		/* A page that does not check out is ignored: the transport
 		 * runs on suspicion alone, as without efid's table. */
@@ -418,7 +431,8 @@ int efi_close_device(struct efi_context *context)
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx->rxbuf);
 	free(ctx->txbuf);
-	free(ctx->qps);
+	for (unsigned b = 0; b < ctx->nblocks; b++)
+		free(ctx->qps[b]);
 	free(ctx);
 	return 0;
 }
@@ -432,7 +446,8 @@ int efi_query_device(struct efi_context *context, struct efi_device_attr *attr)
 	attr->vendor_id = EFI_VENDOR_ID;
 	attr->max_mr_size = EFI_MAX_MR_SIZE;
 	attr->page_size_cap = 4096;
-	attr->max_qp = EFI_QPN_PER_BLOCK;
+	/* a context with a lease grows block by block (qpn_blocks.c) */
+	attr->max_qp = (int)(EFI_QPN_PER_BLOCK * (ctx_of(context)->lease ? EFI_MAX_BLOCKS : 1));
 	attr->max_qp_wr = EFI_MAX_QP_WR;
 	attr->max_sge = EFI_MAX_SGE;
 	attr->max_sge_rd = EFI_MAX_SGE;

@@ -35,6 +35,10 @@
 #include "wire.h"
 
 #define EFI_QPN_PER_BLOCK	4096u
+/* QPN blocks one context may hold (efid's LEASE_MAX_PER_CLIENT slots):
+ * 65,536 QPs.  Block 0 comes with the context; qpn_blocks.c asks efid for
+ * the others when the ones held are full. */
+#define EFI_MAX_BLOCKS		16u
 /* Lane L of the context holding QPN block S is bound to UDP port
  * port_base + L * EFI_LANE_STRIDE + S (efid's [Transport] Lanes). */
 #define EFI_LANE_STRIDE		4096u
@@ -187,7 +191,16 @@ struct efi_context_int {
 	int npd, ncq, nchannel;
 
 	struct efi_wire *wire;
-	struct efi_qp_int **qps;	/* EFI_QPN_PER_BLOCK, by qp_index */
+	/* QPN blocks (qpn_blocks.c): block b holds QPNs qpn_base[b] | index,
+	 * its QPs in qps[b][index], its sockets as lanes b × EFI_WIRE_MAX_LANES
+	 * + L of the wire.  A packet finds its QP in O(1): the slot of its
+	 * destination QPN (qpn >> 12) names the block in block_of_slot. */
+	struct efi_qp_int **qps[EFI_MAX_BLOCKS];	/* EFI_QPN_PER_BLOCK each, by qp_index */
+	uint32_t qpn_base[EFI_MAX_BLOCKS];		/* [0] is p.qpn_base */
+	unsigned nqp_block[EFI_MAX_BLOCKS];
+	unsigned nblocks;
+	uint8_t block_of_slot[EFI_QPN_PER_BLOCK];	/* slot → block + 1; 0: not ours */
+	struct efi_wire *blocks_wire;	/* what further blocks' sockets join, or NULL (a test wire: one block) */
 	unsigned nqp;
 	struct efi_qp_int *qp_list;	/* every QP, for timers and transmission */
 	struct efi_qp_int *qp_first;	/* where the next transport run starts in qp_list
@@ -374,6 +387,7 @@ struct efi_qp_int {
 	struct efi_counters cnt;
 
 	struct sockaddr_in6 peer;	/* from dgid and dest_qp_num */
+	uint8_t lane_base;		/* its block's first lane in ctx->wire (qpn_blocks.c) */
 	/* Per-connection secret the connection manager negotiated (0: none,
 	 * a QP connected by hand).  The transport stamps it on every packet
 	 * and drops arriving packets that do not carry it. */
@@ -622,6 +636,19 @@ void efi_progress_kick(struct efi_context_int *ctx);
  * efi_open_device and by the unit tests; not exported. */
 struct efi_context *efi_context_create(struct efi_wire *wire, const struct efi_ctx_params *p,
 				       void *ctl);
+
+/* qpn_blocks.c: the wire a context's blocks share (lanes b × EFI_WIRE_MAX_LANES
+ * + L are block b's lane L), over block 0's; takes ownership of block0.
+ * NULL + errno. */
+struct efi_wire *efi_wire_blocks_create(struct efi_wire *block0);
+/* Gives the context one more QPN block from efid (no lock held; takes
+ * ctx->lock to add it).  0, or an errno: ENOSPC when no more can be had. */
+int efi_ctx_grow(struct efi_context_int *ctx);
+/* The block holding qpn (ctx->lock held or the QP's own): its index, or -1. */
+static inline int efi_qpn_block(const struct efi_context_int *ctx, uint32_t qpn)
+{
+	return (int)ctx->block_of_slot[(qpn >> 12) & (EFI_QPN_PER_BLOCK - 1)] - 1;
+}
 
 /* counters */
 void efi_counters_add(struct efi_counters *to, const struct efi_counters *from);

@@ -6,6 +6,16 @@
  * connection is shared with the reservation calls of application threads
  * under l->lock: whole frames are read under it, so a REVOKE that arrives
  * while a thread waits for its RESERVE reply is set aside for the watcher.
+ *
+ * QP reservations come in batches (issue 18): without a QP limit in
+ * [Limits] a context reserves ahead, an eighth of what it holds at a time
+ * (one QP at a time while it holds fewer than 16, so that small contexts
+ * show exact counts in `efictl status`), hands QPs out of what it reserved
+ * without asking efid, and gives back what it holds beyond a quarter more
+ * than it uses (all of it once it uses none, so `detach --wait` sees 0).
+ * 10,000 QPs then cost about 60 round trips, not 10,000.  With a QP limit
+ * every QP is asked for alone, so that one process's batch never refuses
+ * another's QP.
  */
 #include "config.h"
 
@@ -39,11 +49,21 @@ struct efi_lease {
 	bool no_quota;             /* an efid without RESERVE: count here, ask nothing */
 	int wire_fd[EFI_WIRE_MAX_LANES]; /* our duplicates of the wire sockets, by lane */
 	unsigned nwire;
+	/* further QPN blocks (qpn_blocks.c): their bases and socket copies,
+	 * handed back at resume as block 0's are */
+	struct {
+		uint32_t qpn_base;
+		int fd[EFI_WIRE_MAX_LANES];
+		unsigned n;
+	} blk[EFI_MAX_BLOCKS - 1];
+	unsigned nblk;
 	int wake_fd;               /* eventfd: stop, or a revoke to carry out */
 	pthread_t thread;
 	_Atomic bool stopping, revoke_pending, revoked;
 	/* what the context holds, and what of it efid was told */
 	uint32_t qps, mrs, told_mrs;
+	uint32_t told_qps;         /* QPs efid granted: qps plus a batch reserved ahead */
+	bool qp_limited;           /* efid's last word: a QP limit exists (ask one by one) */
 	uint64_t bytes, told_bytes;
 	bool mr_limited;           /* efid's last word: MR or byte limits exist */
 	/* A resumed lease's path table (the new efid's), for the watcher to
@@ -140,7 +160,9 @@ static void learn_limits(struct efi_lease *l, const struct ctl_reply *rep)
 
 	ctl_iter_init(&it, rep->payload, rep->payload_len);
 	while (ctl_iter_next(&it, &a)) {
-		if (a.type == EFI_A_RES_MRS && ctl_attr_u32(&a, &v32) == 0)
+		if (a.type == EFI_A_RES_QPS && ctl_attr_u32(&a, &v32) == 0)
+			l->qp_limited = v32 != 0;
+		else if (a.type == EFI_A_RES_MRS && ctl_attr_u32(&a, &v32) == 0)
 			limited |= v32 != 0;
 		else if (a.type == EFI_A_RES_BYTES && ctl_attr_u64(&a, &v64) == 0)
 			limited |= v64 != 0;
@@ -201,6 +223,31 @@ static void hand_path_table(struct efi_lease *l)
 	pthread_mutex_unlock(&l->ctx->lock);
 }
 
+/* LEASE_RESUME of a further QPN block on c, the resumed lease's connection
+ * (lock held).  Returns 0 or the errno efid answered. */
+static int resume_block(struct ctl_client *c, const char *ifname, uint32_t qpn_base, const int *fds,
+			unsigned n)
+{
+	struct ctl_reply rep;
+	struct ctl_buf req;
+	int r;
+
+	ctl_buf_init(&req);
+	ctl_msg_begin(&req, EFI_CTL_LEASE_RESUME, 0);
+	ctl_put_str(&req, EFI_A_CLIENT, "libefi");
+	ctl_put_str(&req, EFI_A_IFNAME, ifname);
+	ctl_put_u32(&req, EFI_A_QPN_BASE, qpn_base);
+	r = ctl_msg_end(&req);
+	if (r == 0)
+		r = ctl_client_call_ex(c, &req, fds, (int)n, &rep, CALL_TIMEOUT_MS, NULL, NULL);
+	ctl_buf_free(&req);
+	if (r < 0)
+		return -r;
+	r = rep.status < 0 ? -rep.status : 0;
+	ctl_reply_free(&rep);
+	return r;
+}
+
 /* efid is back (or another one is): hand it the socket (lock held).
  * Returns true when the lease is efid's again or must not be retried. */
 static bool resume(struct efi_lease *l)
@@ -255,6 +302,11 @@ static bool resume(struct efi_lease *l)
 		l->gave_up = true;
 		return true;
 	}
+	/* The further blocks on the same connection (efid counts them against
+	 * the lease that resumed block 0).  One refused is left to the data
+	 * path alone, as block 0 would be: its sockets keep its ports ours. */
+	for (unsigned k = 0; k < l->nblk; k++)
+		resume_block(c, ctx->p.ifname, l->blk[k].qpn_base, l->blk[k].fd, l->blk[k].n);
 	l->ctl = c;
 	/* efid reads the counters page of the lease's connection: the
 	 * restarted one never had it, so efictl showed no counters or path
@@ -264,6 +316,7 @@ static bool resume(struct efi_lease *l)
 		efi_counters_publish_open(ctx, c);
 	l->broken = false;
 	l->no_quota = false;
+	l->told_qps = l->qps;
 	l->told_mrs = l->mrs;
 	l->told_bytes = l->bytes;
 	ask_limits(l);
@@ -345,6 +398,7 @@ struct efi_lease *efi_lease_start(struct efi_context_int *ctx, const int *wire_f
 		return NULL;
 	l->ctx = ctx;
 	l->mr_limited = true;
+	l->qp_limited = true;	/* until efid says otherwise: exact */
 	l->pt_fd = -1;
 	l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (l->wake_fd < 0)
@@ -396,6 +450,9 @@ void efi_lease_stop(struct efi_lease *l)
 	ctl_client_close(l->ctl); /* ends the lease */
 	for (unsigned i = 0; i < l->nwire; i++)
 		close(l->wire_fd[i]);
+	for (unsigned k = 0; k < l->nblk; k++)
+		for (unsigned i = 0; i < l->blk[k].n; i++)
+			close(l->blk[k].fd[i]);
 	if (l->pt_fd >= 0)
 		close(l->pt_fd); /* a table the watcher did not hand over */
 	close(l->wake_fd);
@@ -408,18 +465,40 @@ bool efi_lease_revoked(const struct efi_lease *l)
 	return l && (atomic_load(&l->revoked) || atomic_load(&l->revoke_pending));
 }
 
+/* QPs to reserve ahead when qps are in use and none is left (lock held). */
+static uint32_t qp_batch(const struct efi_lease *l)
+{
+	uint32_t n = l->qps / 8;
+
+	if (l->qp_limited || l->qps < 16)
+		return 1;
+	return n > 1024 ? 1024 : n;
+}
+
 int efi_lease_reserve_qp(struct efi_lease *l)
 {
 	struct ctl_reply rep;
-	int r;
+	uint32_t ask;
+	int r = 0;
 
 	if (!l)
 		return 0;
 	if (efi_lease_revoked(l))
 		return ENODEV;
 	pthread_mutex_lock(&l->lock);
-	r = call(l, EFI_CTL_RESERVE, 1, 0, 0, &rep);
+	if (l->qps < l->told_qps && !l->qp_limited) {
+		l->qps++;	/* out of the batch: no round trip */
+		pthread_mutex_unlock(&l->lock);
+		return 0;
+	}
+	ask = qp_batch(l);
+	r = call(l, EFI_CTL_RESERVE, ask, 0, 0, &rep);
+	if (r == EDQUOT && ask > 1) {
+		ask = 1;	/* a limit came (efid restarted with one): exact again */
+		r = call(l, EFI_CTL_RESERVE, ask, 0, 0, &rep);
+	}
 	if (r == 0) {
+		l->told_qps = (l->told_qps > l->qps ? l->told_qps : l->qps) + ask;
 		learn_limits(l, &rep);
 		ctl_reply_free(&rep);
 	}
@@ -432,16 +511,106 @@ int efi_lease_reserve_qp(struct efi_lease *l)
 void efi_lease_release_qp(struct efi_lease *l)
 {
 	struct ctl_reply rep;
+	uint32_t keep;
 
 	if (!l)
 		return;
 	pthread_mutex_lock(&l->lock);
-	if (l->qps) {
+	if (l->qps)
 		l->qps--;
-		if (call(l, EFI_CTL_RELEASE, 1, 0, 0, &rep) == 0)
+	keep = l->qp_limited ? 0 : l->qps / 4;
+	if (l->told_qps > l->qps && l->told_qps - l->qps > keep) {
+		/* down to an eighth more than in use: the next few QPs
+		 * still need no round trip */
+		uint32_t give = l->told_qps - l->qps - (l->qp_limited ? 0 : l->qps / 8);
+		l->told_qps -= give;
+		if (call(l, EFI_CTL_RELEASE, give, 0, 0, &rep) == 0)
 			ctl_reply_free(&rep);
 	}
 	pthread_mutex_unlock(&l->lock);
+}
+
+int efi_lease_open_block(struct efi_lease *l, uint32_t *qpn_base, int *fds, unsigned *nfds)
+{
+	struct ctl_reply rep;
+	struct ctl_buf req;
+	struct ctl_iter it;
+	struct ctl_attr a;
+	uint32_t base = 0, lanes = 0;
+	int r;
+
+	if (!l)
+		return ENOSPC;
+	if (efi_lease_revoked(l))
+		return ENODEV;
+	pthread_mutex_lock(&l->lock);
+	if (l->nblk >= EFI_MAX_BLOCKS - 1) {
+		pthread_mutex_unlock(&l->lock);
+		return ENOSPC;
+	}
+	if (!l->ctl || l->broken) {
+		pthread_mutex_unlock(&l->lock);
+		return EAGAIN;	/* efid is away: no new slot until it is back */
+	}
+	ctl_buf_init(&req);
+	ctl_msg_begin(&req, EFI_CTL_OPEN_DEVICE, 0);
+	ctl_put_str(&req, EFI_A_CLIENT, "libefi");
+	ctl_put_str(&req, EFI_A_IFNAME, l->ctx->p.ifname);
+	r = ctl_msg_end(&req);
+	memset(&rep, 0, sizeof(rep));
+	if (r == 0)
+		r = ctl_client_call_ex(l->ctl, &req, NULL, 0, &rep, CALL_TIMEOUT_MS, set_aside, l);
+	ctl_buf_free(&req);
+	if (r < 0) {
+		l->broken = true;
+		wake(l);
+		pthread_mutex_unlock(&l->lock);
+		return EAGAIN;
+	}
+	if (rep.status < 0) {
+		r = -rep.status;
+		ctl_reply_free(&rep);
+		pthread_mutex_unlock(&l->lock);
+		return r == EPERM ? EACCES : r;
+	}
+	ctl_iter_init(&it, rep.payload, rep.payload_len);
+	while (ctl_iter_next(&it, &a)) {
+		if (a.type == EFI_A_QPN_BASE)
+			ctl_attr_u32(&a, &base);
+		else if (a.type == EFI_A_LANES)
+			ctl_attr_u32(&a, &lanes);
+	}
+	/* the same checks as block 0's reply (device.c), and exactly the
+	 * lanes' sockets: nothing else was asked for */
+	r = 0;
+	if (it.err || lanes < 1 || lanes > EFI_WIRE_MAX_LANES || rep.nfds < 0 ||
+	    (unsigned)rep.nfds != lanes || base < EFI_QPN_PER_BLOCK || base > 0xffffffu ||
+	    (base & (EFI_QPN_PER_BLOCK - 1)))
+		r = EPROTO;
+	unsigned k = l->nblk;
+	for (unsigned i = 0; !r && i < lanes; i++) {
+		l->blk[k].fd[i] = fcntl(rep.fds[i], F_DUPFD_CLOEXEC, 3);
+		if (l->blk[k].fd[i] < 0) {
+			r = errno;
+			while (i--)
+				close(l->blk[k].fd[i]);
+		}
+	}
+	if (r) {
+		ctl_reply_free(&rep);	/* closes the sockets: efid frees the slot at close */
+		pthread_mutex_unlock(&l->lock);
+		return r;
+	}
+	l->blk[k].n = lanes;
+	l->blk[k].qpn_base = base;
+	l->nblk++;
+	memcpy(fds, rep.fds, lanes * sizeof(int));
+	rep.nfds = 0;	/* the caller's now */
+	ctl_reply_free(&rep);
+	pthread_mutex_unlock(&l->lock);
+	*qpn_base = base;
+	*nfds = lanes;
+	return 0;
 }
 
 int efi_lease_reserve_mr(struct efi_lease *l, uint64_t len)

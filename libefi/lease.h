@@ -12,7 +12,9 @@
  *     context goes to ERR with its outstanding work flushed (WR_FLUSH_ERR),
  *     and new QPs and registrations fail with ENODEV.
  *   - [Limits]: QP creation and memory registration reserve quota first
- *     (EFI_CTL_RESERVE), destruction releases it.
+ *     (EFI_CTL_RESERVE), destruction releases it; QPs in batches when the
+ *     instance has no QP limit (lease.c), so creating one costs no round
+ *     trip to efid most of the time.
  *
  * Every function accepts a NULL lease (a context without one: no efid
  * watch, no quota) and then does nothing and succeeds.
@@ -47,6 +49,17 @@ int efi_lease_reserve_qp(struct efi_lease *l);
 void efi_lease_release_qp(struct efi_lease *l);
 int efi_lease_reserve_mr(struct efi_lease *l, uint64_t len);
 void efi_lease_release_mr(struct efi_lease *l, uint64_t len);
+
+/*
+ * One more QPN block (qpn_blocks.c): OPEN_DEVICE again on the lease
+ * connection; efid leases the context another slot.  Sets *qpn_base and
+ * fds[0..*nfds) (the slot's lane sockets, the caller's; the lease keeps
+ * copies to hand back if efid restarts).  Returns 0 or an errno: ENOSPC
+ * (no lease, or EFI_MAX_BLOCKS held), EAGAIN (efid is away), ENODEV
+ * (revoked), or what efid answered (EMFILE: its limit per connection).
+ * Call without ctx->lock held.
+ */
+int efi_lease_open_block(struct efi_lease *l, uint32_t *qpn_base, int *fds, unsigned *nfds);
 
 /* True once efid revoked the lease (detach). */
 bool efi_lease_revoked(const struct efi_lease *l);

@@ -82,6 +82,7 @@ struct efi_qp *efi_create_qp(struct efi_pd *pd, struct efi_qp_init_attr *ia)
 	struct efi_qp_int *qp;
 	struct efi_qp_cap cap;
 	uint32_t idx;
+	unsigned blk;
 
 	if (!pd || !ia || ia->qp_type != EFI_QPT_RC || !ia->send_cq || !ia->recv_cq ||
 	    (ia->srq && ia->srq->context != pd->context) ||
@@ -141,26 +142,37 @@ struct efi_qp *efi_create_qp(struct efi_pd *pd, struct efi_qp_init_attr *ia)
 	qp->attr.qp_state = EFI_QPS_RESET;
 	qp->attr.cap = cap;
 
-	pthread_mutex_lock(&ctx->lock);
-	if (ctx->nqp >= EFI_QPN_PER_BLOCK) {
+	for (;;) {
+		pthread_mutex_lock(&ctx->lock);
+		/* the first block with room: later blocks fill only when the
+		 * earlier ones are full */
+		for (blk = 0; blk < ctx->nblocks && ctx->nqp_block[blk] >= EFI_QPN_PER_BLOCK; blk++)
+			;
+		if (blk < ctx->nblocks)
+			break;
 		pthread_mutex_unlock(&ctx->lock);
-		qp_free_queues(qp);
-		free(qp);
-		efi_lease_release_qp(ctx->lease);
-		errno = ENOSPC;	/* TODO: ask efid for another port block */
-		return NULL;
+		int g = efi_ctx_grow(ctx);	/* every block full: efid's next slot */
+		if (g) {
+			qp_free_queues(qp);
+			free(qp);
+			efi_lease_release_qp(ctx->lease);
+			errno = g;
+			return NULL;
+		}
 	}
 	idx = ctx->next_qp_index;
-	while (ctx->qps[idx])
+	while (ctx->qps[blk][idx])
 		idx = (idx + 1) % EFI_QPN_PER_BLOCK;
 	ctx->next_qp_index = (idx + 1) % EFI_QPN_PER_BLOCK;
-	ctx->qps[idx] = qp;
+	ctx->qps[blk][idx] = qp;
+	ctx->nqp_block[blk]++;
 	ctx->nqp++;
+	qp->lane_base = (uint8_t)(blk * EFI_WIRE_MAX_LANES);
 	qp->next_active = ctx->qp_list;
 	if (ctx->qp_list)
 		ctx->qp_list->prev_active = qp;
 	ctx->qp_list = qp;
-	qp->pub.qp_num = ctx->p.qpn_base | idx;
+	qp->pub.qp_num = ctx->qpn_base[blk] | idx;
 	qp->pub.handle = qp->pub.qp_num;
 	pthread_mutex_unlock(&ctx->lock);
 
@@ -498,7 +510,9 @@ int efi_destroy_qp(struct efi_qp *pub)
 	efi_cm_unbind_qp(qp);
 	pthread_mutex_lock(&ctx->lock);
 	qp_flush(qp);
-	ctx->qps[qp->pub.qp_num & (EFI_QPN_PER_BLOCK - 1)] = NULL;
+	int blk = efi_qpn_block(ctx, qp->pub.qp_num);
+	ctx->qps[blk][qp->pub.qp_num & (EFI_QPN_PER_BLOCK - 1)] = NULL;
+	ctx->nqp_block[blk]--;
 	ctx->nqp--;
 	if (ctx->qp_first == qp)
 		ctx->qp_first = qp->next_active;

@@ -42,8 +42,9 @@ static void dispatch(struct efi_context_int *ctx, const struct efi_wire_pkt *wp)
 		efi_count_drop(&ctx->dead, r == -EPROTONOSUPPORT ? EFI_DROP_BAD_VERSION : EFI_DROP_MALFORMED);
 		return;
 	}
-	if ((pkt.dest_qpn >> 12) != (ctx->p.qpn_base >> 12) ||
-	    !(qp = ctx->qps[pkt.dest_qpn & (EFI_QPN_PER_BLOCK - 1)])) {
+	/* the QPN's block, then its QP: two array reads however many blocks */
+	int b = efi_qpn_block(ctx, pkt.dest_qpn);
+	if (b < 0 || !(qp = ctx->qps[b][pkt.dest_qpn & (EFI_QPN_PER_BLOCK - 1)])) {
 		efi_count_drop(&ctx->dead, EFI_DROP_UNKNOWN_QP);
 		return;
 	}
@@ -105,17 +106,19 @@ static inline void address_pkt(const struct efi_context_int *ctx, const struct e
 	unsigned nlanes = ctx->p.nlanes ? ctx->p.nlanes : 1;
 	uint32_t port;
 
+	/* our lanes are those of the QP's QPN block (lane_base): the peer
+	 * takes a QP without a key only from its own block's ports */
 	wp->peer = qp->peer;	/* lane 0's address */
 	if (path < nlanes) {
-		wp->lane = (uint8_t)path;
+		wp->lane = (uint8_t)(qp->lane_base + path);
 		return;
 	}
 	port = efi_lane_port(ctx->p.port_base, path, qp->attr.dest_qp_num);
 	if (port) {
 		wp->peer.sin6_port = htons((uint16_t)port);
-		wp->lane = (uint8_t)(path % nlanes);
+		wp->lane = (uint8_t)(qp->lane_base + path % nlanes);
 	} else {
-		wp->lane = 0;	/* a path no fabric-wide PortBase/Lanes allows */
+		wp->lane = qp->lane_base;	/* a path no fabric-wide PortBase/Lanes allows */
 	}
 }
 
