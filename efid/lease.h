@@ -6,7 +6,9 @@
  * free slot, and hands it over.  The slot's 4096 QPNs belong to that
  * context: qpn = slot << 12 | index, and its lanes (one socket per path,
  * [Transport] Lanes) are bound to port PortBase + lane × 4096 + slot, so a
- * peer finds every port from the QPN alone.  The lease lives as long as the control
+ * peer finds every port from the QPN alone.  A context with more than
+ * 4096 QPs asks again on the same connection (libefi/qpn_blocks.c): one
+ * connection holds up to LEASE_MAX_PER_CLIENT slots.  The lease lives as long as the control
  * connection that took it; when the process exits or crashes, efid frees
  * its slots.
  */
