@@ -7,12 +7,23 @@
 # non-blocking pollable channel fd, and a client killed under a live
 # connection (the server gets DISCONNECTED).  Cost: ~10 s.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+# Argument: two (two efid on one bridge, the default) or hosts (two testbed
+# hosts routed over two paths: t-rdmacm-cm-hosts.sh).
+MODE=${1:-two}
+if [ "$MODE" = hosts ]; then
+	# shellcheck source=tests/testbed/testbed.sh
+	. "$(dirname "$0")/../testbed/testbed.sh"
+fi
 # shellcheck source=tests/rdmacm/lib.sh
 . "$(dirname "$0")/lib.sh"
-rcm_init rc
+if [ "$MODE" = hosts ]; then
+	rcm_init cx testbed
+else
+	rcm_init rc
+fi
 CHECKER=$top_builddir/tests/rdmacm/rdmacm-check
 [ -x "$CHECKER" ] || fail "rdmacm-check not built at $CHECKER"
-dp_two_hosts
+rcm_topology "$MODE"
 
 # rdmacm-check is ours: leak detection stays on in a sanitizer build
 ra() { in_a "$EFI_RUN" "$@"; }

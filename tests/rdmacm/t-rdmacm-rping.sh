@@ -5,11 +5,22 @@
 # ping's data) completes its exchanges, with the client's -v data lines.
 # Cost: ~10 s.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+# Argument: two (two efid on one bridge, the default) or hosts (two testbed
+# hosts routed over two paths: t-rdmacm-rping-hosts.sh).
+MODE=${1:-two}
+if [ "$MODE" = hosts ]; then
+	# shellcheck source=tests/testbed/testbed.sh
+	. "$(dirname "$0")/../testbed/testbed.sh"
+fi
 # shellcheck source=tests/rdmacm/lib.sh
 . "$(dirname "$0")/lib.sh"
-rcm_init rp
+if [ "$MODE" = hosts ]; then
+	rcm_init pg testbed
+else
+	rcm_init rp
+fi
 verbs_need rping rdmacm-utils
-dp_two_hosts
+rcm_topology "$MODE"
 
 PORT=7174
 COUNT=1000

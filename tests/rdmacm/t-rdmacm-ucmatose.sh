@@ -6,11 +6,22 @@
 # them and the client's ids see DISCONNECTED.
 # Cost: ~10 s.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+# Argument: two (two efid on one bridge, the default) or hosts (two testbed
+# hosts routed over two paths: t-rdmacm-ucmatose-hosts.sh).
+MODE=${1:-two}
+if [ "$MODE" = hosts ]; then
+	# shellcheck source=tests/testbed/testbed.sh
+	. "$(dirname "$0")/../testbed/testbed.sh"
+fi
 # shellcheck source=tests/rdmacm/lib.sh
 . "$(dirname "$0")/lib.sh"
-rcm_init uc
+if [ "$MODE" = hosts ]; then
+	rcm_init uh testbed
+else
+	rcm_init uc
+fi
 verbs_need ucmatose rdmacm-utils
-dp_two_hosts
+rcm_topology "$MODE"
 
 PORT=7471
 CONNS=4
