@@ -18,6 +18,7 @@
  *
  * The server prints "disconnected N first F last L" (wall-clock ms) when the
  * first N connections have all reported DISCONNECTED with their QP in ERR,
+ * and "all in ERR at T" when it first sees all their QPs in ERR,
  * and either side prints "reset K" once K of its channels reported
  * ECONNRESET (efid went away and they were not resumed).  Exit 0, or 1 with
  * a FAIL line.  Every wait has a deadline; the process ends itself after
@@ -219,7 +220,7 @@ static int server(const char *service, int n)
 	printf("listening\n");
 	int established = 0, disconnected = 0, resets = 0;
 	double first = 0, last = 0;
-	bool ready = false, told = false;
+	bool ready = false, told = false, all_err = false;
 	struct pollfd *pfd = NULL;
 	for (;;) {
 		pfd = realloc(pfd, (size_t)(nconns + 2) * sizeof(*pfd));
@@ -277,6 +278,22 @@ static int server(const char *service, int n)
 				}
 				if (c->extra)
 					close_conn(c);
+			}
+		}
+		/* when every first-n QP is in ERR: what the watcher did at
+		 * the events' arrival, whatever this loop's own pace */
+		if (disconnected && !all_err) {
+			int in_err = 0;
+			for (int i = 0; i < n; i++) {
+				struct efi_qp_attr qa;
+				struct efi_qp_init_attr qi;
+				if (conns[i].qp && efi_query_qp(conns[i].qp, &qa, 0, &qi) == 0 &&
+				    qa.qp_state == EFI_QPS_ERR)
+					in_err++;
+			}
+			if (in_err == n) {
+				all_err = true;
+				printf("all in ERR at %.3f\n", wall_ms());
 			}
 		}
 		if (!ready && established >= n) {

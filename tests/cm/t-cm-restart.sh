@@ -79,7 +79,9 @@ wait "${MANY_PID[cli]}" 2>/dev/null
 many_wait srv 10000 '^disconnected'
 first=$(many_field srv '^disconnected' first)
 last=$(many_field srv '^disconnected' last)
-log "client SIGKILLed after the restarts: the server heard DISCONNECTED on all $N after $(( ${first%.*} - killed ))..$(( ${last%.*} - killed )) ms"
+many_wait srv 10000 '^all in ERR'
+allerr=$(sed -n 's/^all in ERR at \([0-9]*\).*/\1/p' "$TMPD/srv.out")
+log "client SIGKILLed after the restarts: the server heard DISCONNECTED on all $N after $(( ${first%.*} - killed ))..$(( ${last%.*} - killed )) ms, every QP in ERR after $((allerr - killed)) ms"
 efid_use one
 wait_for 5000 "host one holds no connection" conns_are "$A" 0
 efid_use two
