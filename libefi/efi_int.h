@@ -641,6 +641,10 @@ struct efi_context *efi_context_create(struct efi_wire *wire, const struct efi_c
  * + L are block b's lane L), over block 0's; takes ownership of block0.
  * NULL + errno. */
 struct efi_wire *efi_wire_blocks_create(struct efi_wire *block0);
+/* Adds inner as the next block of a blocks wire (ctx->lock held, or before
+ * the context runs): 0, or ENOSPC (EFI_MAX_BLOCKS) or epoll's errno, and
+ * then inner is still the caller's. */
+int efi_wire_blocks_add(struct efi_wire *blocks, struct efi_wire *inner);
 /* Gives the context one more QPN block from efid (no lock held; takes
  * ctx->lock to add it).  0, or an errno: ENOSPC when no more can be had. */
 int efi_ctx_grow(struct efi_context_int *ctx);

@@ -162,10 +162,9 @@ static const struct efi_wire_ops blocks_ops = {
 	.destroy = blocks_destroy,
 };
 
-/* Adds inner as the next block (ctx->lock held, or before the context
- * runs).  0 or an errno; on failure inner is still the caller's. */
-static int blocks_add(struct blocks_wire *bw, struct efi_wire *inner)
+int efi_wire_blocks_add(struct efi_wire *blocks, struct efi_wire *inner)
 {
+	struct blocks_wire *bw = to_blocks(blocks);
 	unsigned nb = atomic_load_explicit(&bw->n, memory_order_relaxed);
 	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = nb };
 
@@ -199,7 +198,7 @@ struct efi_wire *efi_wire_blocks_create(struct efi_wire *block0)
 		errno = r;
 		return NULL;
 	}
-	r = blocks_add(bw, block0);
+	r = efi_wire_blocks_add(&bw->base, block0);
 	if (r) {
 		close(bw->epoll_fd);
 		free(bw);
@@ -256,7 +255,7 @@ int efi_ctx_grow(struct efi_context_int *ctx)
 	if (ctx->nblocks >= EFI_MAX_BLOCKS || efi_qpn_block(ctx, qpn_base) >= 0)
 		r = EPROTO;	/* efid gave a slot we hold: not a new block */
 	else
-		r = blocks_add(to_blocks(ctx->blocks_wire), w);
+		r = efi_wire_blocks_add(ctx->blocks_wire, w);
 	if (r == 0) {
 		unsigned b = ctx->nblocks++;
 		ctx->qps[b] = table;

@@ -8,7 +8,8 @@
 # pass the peer's keyless source check, i.e. leave from its own block's
 # ports.  One message over each QP, checked; efid's tables (contexts, QPs
 # reserved) and its descriptors while connected and after teardown; RSS
-# per QP.  SCALE_QPS changes N (default 10,000).
+# per QP; an efid restart (SIGKILL) while connected, after which efid knows
+# every block of the context again.  SCALE_QPS changes N (default 10,000).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 # shellcheck source=tests/data/lib.sh
 . "$(dirname "$0")/../data/lib.sh"
@@ -68,6 +69,18 @@ assert_eq "$(fds_of one)" "$((FD1 + 1))"
 assert_eq "$(fds_of two)" "$((FD2 + 1))"
 blocks=$(awk '$1 == "qps" {print $4}' "$TMPD/client.out")
 [ "${blocks:-0}" -ge $(((N + 4095) / 4096)) ] || fail "the client's QPs span ${blocks:-no} blocks"
+
+# efid two killed and started again while connected: the client's context
+# hands back every block's sockets (one LEASE_RESUME each) and what it
+# reserved, exactly its QPs (the batch ahead is not reported).
+log "efid two: SIGKILL and started again while the QPs are connected"
+efid_stop two KILL
+efid_launch two
+wait_for 5000 "efid two knows the client's context again" table_is two "$B" "1 $N"
+resumed=$(grep -c "lease: slot [0-9]* of $B/efi0 resumed by pid" "${EFID_DIR[two]}/efid.log")
+[ "$resumed" = "$blocks" ] || fail "efid two took back $resumed slots of the client's $blocks"
+log "efid two took back all $blocks slots ${WAITED_MS} ms after it answered"
+FD2=$(($(fds_of two) - 1))	# its baseline: what it holds without the context
 
 rm -f "$TMPD/hold.a" "$TMPD/hold.b"
 src=0 crc=0
