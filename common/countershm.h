@@ -12,6 +12,12 @@
  * and the health of each path to them (RTT, window, retransmissions,
  * suspicion).  efid reads it only from a page that says version ≥ 2, and
  * bounds every count it reads (the page is written by an untrusted process).
+ *
+ * Version 3 grows the memfd to EFI_COUNTERSHM_V3_SIZE and adds, from
+ * EFI_CSHM_EXT_OFFSET on (the first page is laid out as in version 2), the
+ * context's drops by reason and a table of its QPs with their own counters
+ * (struct efi_countershm_ext).  efid takes a page of either size: 4096
+ * bytes for versions 1 and 2, the larger one only for version 3 and on.
  */
 #ifndef EFI_COUNTERSHM_H
 #define EFI_COUNTERSHM_H
@@ -20,8 +26,10 @@
 #include <stdint.h>
 
 #define EFI_COUNTERSHM_MAGIC 0x43494645u /* "EFIC" */
-#define EFI_COUNTERSHM_VERSION 2u
-#define EFI_COUNTERSHM_SIZE 4096u
+#define EFI_COUNTERSHM_VERSION 3u
+#define EFI_COUNTERSHM_SIZE 4096u         /* versions 1 and 2 */
+#define EFI_COUNTERSHM_V3_SIZE 16384u     /* version 3: the v2 page + the extension */
+#define EFI_CSHM_EXT_OFFSET 4096u
 
 /* The published values, in this order (also the order of the 8-byte
  * little-endian words of EFI_A_COUNTERS in LIST replies). */
@@ -87,6 +95,64 @@ struct efi_countershm {
 static_assert(sizeof(struct efi_countershm) <= EFI_COUNTERSHM_SIZE,
 	      "the counters page is one page: fewer peers must go in it");
 static_assert(sizeof(struct efi_countershm_path) == 32, "compact path entries");
+
+/* ---- version 3 ------------------------------------------------------- */
+
+/* Drop reasons: room for libefi's enum efi_drop_reason (EFI_DROP_REASON_MAX). */
+#define EFI_CSHM_DROP_REASONS 16u
+/* QPs described per context: a context with more counts the rest in
+ * qps_omitted (its totals still include them). */
+#define EFI_CSHM_MAX_QPS 64u
+
+/* One QP's values, in this order (also the 8-byte little-endian words of
+ * EFI_A_QP_VALUES in LIST replies). */
+enum efi_cshm_qp_value {
+	EFI_CSHM_QP_TX_PACKETS,
+	EFI_CSHM_QP_TX_BYTES,
+	EFI_CSHM_QP_RX_PACKETS,
+	EFI_CSHM_QP_RX_BYTES,
+	EFI_CSHM_QP_RETRANSMISSIONS,
+	EFI_CSHM_QP_TIMEOUTS,
+	EFI_CSHM_QP_DUPLICATES,
+	EFI_CSHM_QP_DROPS,
+	EFI_CSHM_QP_VALUES,
+};
+
+/* JSON names, indexed by enum efi_cshm_qp_value. */
+#define EFI_CSHM_QP_VALUE_NAMES                                                          \
+	{ "tx_packets", "tx_bytes", "rx_packets", "rx_bytes", "retransmissions", "timeouts", \
+	  "duplicates", "drops" }
+
+/* Names of the drop reasons, indexed by libefi's enum efi_drop_reason (as
+ * efi_drop_reason_str says them); readers show others by number. */
+#define EFI_CSHM_DROP_REASON_NAMES                                                       \
+	{ "malformed", "bad_version", "unknown_qp", "bad_source", "qp_state",              \
+	  "out_of_window", "injected", "bad_key" }
+#define EFI_CSHM_DROP_REASONS_NAMED 8u
+
+struct efi_countershm_qp {
+	uint32_t qpn;       /* 24 bits */
+	uint32_t state;     /* libefi's enum efi_qp_state */
+	uint64_t peer[2];   /* the connected peer's address, 16 bytes as in memory (zero: none) */
+	uint64_t value[EFI_CSHM_QP_VALUES];
+};
+
+struct efi_countershm_ext {
+	uint64_t drop_reasons[EFI_CSHM_DROP_REASONS]; /* the context's, by enum efi_drop_reason */
+	uint32_t nqps;        /* entries of qp[] in use */
+	uint32_t qps_omitted; /* further QPs that did not fit */
+	struct efi_countershm_qp qp[EFI_CSHM_MAX_QPS];
+};
+
+static_assert(sizeof(struct efi_countershm) <= EFI_CSHM_EXT_OFFSET, "v2 part in the first page");
+static_assert(EFI_CSHM_EXT_OFFSET + sizeof(struct efi_countershm_ext) <= EFI_COUNTERSHM_V3_SIZE,
+	      "the version 3 extension fits its pages");
+
+/* The extension of a version 3 page (mapped EFI_COUNTERSHM_V3_SIZE bytes). */
+static inline struct efi_countershm_ext *efi_cshm_ext(const volatile void *page)
+{
+	return (struct efi_countershm_ext *)((uintptr_t)page + EFI_CSHM_EXT_OFFSET);
+}
 
 /* The 8-byte little-endian words of EFI_A_PATH_VALUES (LIST replies), in
  * this order. */

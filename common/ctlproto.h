@@ -183,6 +183,15 @@ enum efi_ctl_attr {
 	 * unless the namespace already has a name (the reply's IFACE says
 	 * which).  Root callers only: efid opens the path with its own rights. */
 	EFI_A_NETNS_PATH = 110,   /* str: absolute path of an nsfs file, < PATH_MAX */
+
+	/* Inside CONTEXT, from a version 3 counters page (countershm.h). */
+	EFI_A_DROP_REASONS = 111, /* bin: EFI_CSHM_DROP_REASONS little-endian u64, by reason */
+	EFI_A_QP = 112,           /* nest, repeated: QP_NUM, QP_STATE, PEER_ADDR, QP_VALUES */
+	EFI_A_QP_NUM = 113,       /* u32: the QP number (24 bits) */
+	EFI_A_QP_STATE = 114,     /* u32: libefi's enum efi_qp_state */
+	EFI_A_QP_VALUES = 115,    /* bin: EFI_CSHM_QP_VALUES little-endian u64
+				   * (enum efi_cshm_qp_value order) */
+	EFI_A_QPS_OMITTED = 116,  /* u32: further QPs the page had no room for */
 	EFI_A_MAX, /* keep last: parsers size their tables by it */
 };
 

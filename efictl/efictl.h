@@ -118,6 +118,14 @@ struct ec_peer {
 /* A libefi context on the interface: its process and transport counters
  * (common/countershm.h order), and its peers (path_view.c; has_peers is
  * false for a libefi that publishes no peer table). */
+/* One QP of a context and its own counters (qp_view.c). */
+struct ec_qp {
+	uint32_t qpn, state; /* state: libefi's enum efi_qp_state */
+	bool has_peer;
+	union efi_gid peer;
+	uint64_t v[EFI_CSHM_QP_VALUES]; /* enum efi_cshm_qp_value order */
+};
+
 struct ec_context {
 	uint32_t pid;
 	uint64_t counters[EFI_CSHM_COUNT];
@@ -125,6 +133,12 @@ struct ec_context {
 	uint32_t peers_omitted;
 	struct ec_peer *peers;
 	size_t npeers;
+	/* from a version 3 counters page (qp_view.c); false: an older libefi */
+	bool has_drops, has_qps;
+	uint64_t drop_reasons[EFI_CSHM_DROP_REASONS];
+	uint32_t qps_omitted;
+	struct ec_qp *qps;
+	size_t nqps;
 };
 
 /* A connection-manager listener on the interface. */
@@ -214,6 +228,19 @@ void ec_peers_free(struct ec_context *x);
 void ec_peers_json(struct json *j, const struct ec_context *x);
 /* The human lines of a context's peers, indented by indent. */
 void ec_peers_print(FILE *f, const struct ec_context *x, int indent);
+
+/* qp_view.c: a CONTEXT nest's DROP_REASONS / QP / QPS_OMITTED attribute
+ * into x; 1 when a was one of them, 0 when not, -EBADMSG / -ENOMEM. */
+int ec_qp_parse_attr(const struct ctl_attr *a, struct ec_context *x);
+void ec_qps_free(struct ec_context *x);
+/* A drop reason's name (libefi's efi_drop_reason_str), NULL past the known. */
+const char *ec_drop_reason_name(unsigned i);
+/* "reset" … "err", "unknown". */
+const char *ec_qp_state_name(uint32_t state);
+/* The "drops_by_reason", "qps_omitted" and "qps" keys of a context object. */
+void ec_qps_json(struct json *j, const struct ec_context *x);
+/* The human lines of a context's drops and QPs, indented by indent. */
+void ec_qps_print(FILE *f, const struct ec_context *x, int indent);
 
 /* The interface object of the JSON schema. */
 void ec_iface_json(struct json *j, const struct ec_iface *i);

@@ -43,6 +43,10 @@ static const struct ctl_policy context_policy[EFI_A_MAX] = {
 	[EFI_A_COUNTERS] = { .kind = CTL_BIN, .minlen = 8 * EFI_CSHM_COUNT, .maxlen = 8 * EFI_CSHM_COUNT },
 	[EFI_A_PEERS_OMITTED] = { .kind = CTL_U32 },
 	[EFI_A_PEER] = { .kind = CTL_NEST, .multi = true }, /* path_view.c */
+	[EFI_A_QP] = { .kind = CTL_NEST, .multi = true },   /* qp_view.c */
+	[EFI_A_QPS_OMITTED] = { .kind = CTL_U32 },
+	[EFI_A_DROP_REASONS] = { .kind = CTL_BIN, .minlen = 8 * EFI_CSHM_DROP_REASONS,
+				 .maxlen = 8 * EFI_CSHM_DROP_REASONS },
 };
 
 static const struct ctl_policy gid_policy[EFI_A_MAX] = {
@@ -118,8 +122,10 @@ void ec_iface_free(struct ec_iface *i)
 		return;
 	free(i->addrs);
 	free(i->gids);
-	for (size_t k = 0; k < i->ncontexts; k++)
+	for (size_t k = 0; k < i->ncontexts; k++) {
 		ec_peers_free(&i->contexts[k]);
+		ec_qps_free(&i->contexts[k]);
+	}
 	free(i->contexts);
 	ec_cm_free(i);
 	i->contexts = NULL;
@@ -205,6 +211,8 @@ int ec_iface_parse(const struct ctl_attr *nest, struct ec_iface *out)
 			ctl_iter_nest(&cit, &a);
 			while (ctl_iter_next(&cit, &ca)) {
 				r = ec_peer_parse_attr(&ca, x);
+				if (r == 0)
+					r = ec_qp_parse_attr(&ca, x);
 				if (r == -ENOMEM)
 					goto nomem;
 				if (r < 0)

@@ -140,6 +140,7 @@ static void stats_json_iface(struct json *j, const struct istats *s)
 		json_member_u64(j, "pid", x->pid);
 		json_counters(j, x->counters);
 		ec_peers_json(j, x);
+		ec_qps_json(j, x);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
@@ -304,6 +305,74 @@ static void prom_scaled(FILE *f, uint64_t v, double div)
 		fprintf(f, "} %.9g\n", (double)v / div);
 }
 
+/* Per-QP counters of a version 3 counters page: efi_qp_NAME_total. */
+static const char *const qp_help[EFI_CSHM_QP_VALUES] = {
+	"Datagrams the QP sent.",
+	"Bytes of UDP payload the QP sent, EFI headers included.",
+	"Datagrams the QP received and accepted.",
+	"Bytes of UDP payload the QP received and accepted.",
+	"Packets the QP sent again.",
+	"Retransmission timer expiries of the QP.",
+	"Duplicate requests the QP received.",
+	"Received datagrams for the QP that it dropped.",
+};
+
+/* What a version 3 counters page adds: drops by reason, per-QP counters.
+ * Contexts of an older libefi have neither and give no series. */
+static void prom_ext(FILE *f, const struct ec_listing *l, const struct istats *s)
+{
+	static const char *const qp_names[EFI_CSHM_QP_VALUES] = EFI_CSHM_QP_VALUE_NAMES;
+	char name[96], buf[64];
+
+	prom_family(f, "efi_context_drops_by_reason_total", "counter",
+		    "Received datagrams the context dropped, by reason (libefi's efi_drop_reason_str).");
+	for (size_t k = 0; k < l->nifaces; k++)
+		for (size_t x = 0; x < s[k].i->ncontexts; x++) {
+			const struct ec_context *cx = &s[k].i->contexts[x];
+			if (!cx->has_drops)
+				continue;
+			for (unsigned r = 0; r < EFI_CSHM_DROP_REASONS; r++) {
+				const char *rn = ec_drop_reason_name(r);
+				if (!rn && !cx->drop_reasons[r])
+					continue;
+				prom_ctx_labels(f, "efi_context_drops_by_reason_total", s[k].i, cx);
+				if (rn)
+					fprintf(f, ",reason=\"%s\"", rn);
+				else
+					fprintf(f, ",reason=\"%u\"", r);
+				prom_u64(f, cx->drop_reasons[r]);
+			}
+		}
+	prom_family(f, "efi_context_qps_omitted", "gauge",
+		    "QPs of the context left out of its counters page (it describes 64).");
+	for (size_t k = 0; k < l->nifaces; k++)
+		for (size_t x = 0; x < s[k].i->ncontexts; x++) {
+			const struct ec_context *cx = &s[k].i->contexts[x];
+			if (!cx->has_qps)
+				continue;
+			prom_ctx_labels(f, "efi_context_qps_omitted", s[k].i, cx);
+			prom_u64(f, cx->qps_omitted);
+		}
+	for (int v = 0; v < EFI_CSHM_QP_VALUES; v++) {
+		snprintf(name, sizeof(name), "efi_qp_%s_total", qp_names[v]);
+		prom_family(f, name, "counter", qp_help[v]);
+		for (size_t k = 0; k < l->nifaces; k++)
+			for (size_t x = 0; x < s[k].i->ncontexts; x++) {
+				const struct ec_context *cx = &s[k].i->contexts[x];
+				for (size_t q = 0; q < cx->nqps; q++) {
+					const struct ec_qp *qp = &cx->qps[q];
+					prom_ctx_labels(f, name, s[k].i, cx);
+					fprintf(f, ",qpn=\"%u\"", qp->qpn);
+					if (qp->has_peer) {
+						fputs(",peer=", f);
+						prom_value(f, efi_gid_format(&qp->peer, buf, sizeof(buf)));
+					}
+					prom_u64(f, qp->v[v]);
+				}
+			}
+	}
+}
+
 static int stats_prometheus(const struct ec_listing *l, const struct istats *s)
 {
 	FILE *f = stdout;
@@ -463,6 +532,7 @@ static int stats_prometheus(const struct ec_listing *l, const struct istats *s)
 					}
 			}
 	}
+	prom_ext(f, l, s);
 	prom_family(f, "efi_qp_info", "gauge",
 		    "A connection-manager connection (always 1): its QP, the peer's QP and GID, its state.");
 	for (size_t k = 0; k < l->nifaces; k++) {
@@ -530,6 +600,7 @@ static void stats_print(const struct ec_listing *l, const struct istats *s)
 			snprintf(label, sizeof(label), "pid %u", i->contexts[x].pid);
 			print_counters(label, i->contexts[x].counters, 2);
 			ec_peers_print(stdout, &i->contexts[x], 13);
+			ec_qps_print(stdout, &i->contexts[x], 13);
 		}
 		for (size_t c = 0; c < i->nconns; c++) {
 			const struct ec_cm_conn *cn = &i->conns[c];

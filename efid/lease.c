@@ -56,7 +56,7 @@ void lease_free(struct efid *d, struct lease *l)
 	}
 	lease_quota_gone(d, l);
 	if (l->counters)
-		munmap((void *)l->counters, EFI_COUNTERSHM_SIZE);
+		munmap((void *)l->counters, l->counters_size);
 	free(l);
 }
 
@@ -73,16 +73,20 @@ int lease_publish_counters(struct efid *d, struct lease *l, const struct peer *p
 		close(fd);
 		return -EINVAL;
 	}
+	/* One page (versions 1 and 2) or a version 3 page: the size, not
+	 * the version the writer claims, decides what efid maps and reads. */
 	seals = fcntl(fd, F_GET_SEALS);
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != EFI_COUNTERSHM_SIZE ||
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (st.st_size != EFI_COUNTERSHM_SIZE && st.st_size != EFI_COUNTERSHM_V3_SIZE) ||
 	    seals < 0 || !(seals & F_SEAL_SHRINK)) {
 		snprintf(err, errlen,
-			 "the counters page must be a memfd of %u bytes sealed against shrinking",
-			 EFI_COUNTERSHM_SIZE);
+			 "the counters page must be a memfd of %u or %u bytes sealed against shrinking",
+			 EFI_COUNTERSHM_SIZE, EFI_COUNTERSHM_V3_SIZE);
 		close(fd);
 		return -EINVAL;
 	}
-	m = mmap(NULL, EFI_COUNTERSHM_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	size_t size = (size_t)st.st_size;
+	m = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
 	if (m == MAP_FAILED) {
 		int e = errno;
@@ -90,8 +94,9 @@ int lease_publish_counters(struct efid *d, struct lease *l, const struct peer *p
 		return -e;
 	}
 	if (l->counters)
-		munmap((void *)l->counters, EFI_COUNTERSHM_SIZE);
+		munmap((void *)l->counters, l->counters_size);
 	l->counters = m;
+	l->counters_size = size;
 	l->pid = p->pid;
 	return 0;
 }
@@ -102,8 +107,11 @@ int lease_publish_counters(struct efid *d, struct lease *l, const struct peer *p
  * every later use: npeers ≤ EFI_CSHM_MAX_PEERS, each npaths ≤
  * EFI_CSHM_MAX_PATHS, and a page older than version 2 has no peers.  The
  * writer is another process: nothing else in the copy is trusted either. */
-static bool read_counters(const struct efi_countershm *c, struct efi_countershm *out)
+static bool read_counters(const struct efi_countershm *c, size_t size, struct efi_countershm *out,
+			  struct efi_countershm_ext *ext)
 {
+	const struct efi_countershm_ext *x = efi_cshm_ext(c);
+
 	if (__atomic_load_n(&c->magic, __ATOMIC_RELAXED) != EFI_COUNTERSHM_MAGIC)
 		return false;
 	for (int tries = 0; tries < 8; tries++) {
@@ -123,6 +131,28 @@ static bool read_counters(const struct efi_countershm *c, struct efi_countershm 
 			for (uint32_t k = 0; k < out->npeers; k++)
 				efi_cshm_peer_load(&out->peer[k], &c->peer[k]);
 		}
+		/* Version 3: only from a page mapped at the version 3 size. */
+		ext->nqps = 0;
+		ext->qps_omitted = 0;
+		if (out->version >= 3 && size >= EFI_COUNTERSHM_V3_SIZE) {
+			for (unsigned i = 0; i < EFI_CSHM_DROP_REASONS; i++)
+				ext->drop_reasons[i] =
+					__atomic_load_n(&x->drop_reasons[i], __ATOMIC_RELAXED);
+			ext->nqps = __atomic_load_n(&x->nqps, __ATOMIC_RELAXED);
+			ext->qps_omitted = __atomic_load_n(&x->qps_omitted, __ATOMIC_RELAXED);
+			if (ext->nqps > EFI_CSHM_MAX_QPS)
+				ext->nqps = EFI_CSHM_MAX_QPS;
+			for (uint32_t k = 0; k < ext->nqps; k++) {
+				const struct efi_countershm_qp *q = &x->qp[k];
+				struct efi_countershm_qp *o = &ext->qp[k];
+				o->qpn = __atomic_load_n(&q->qpn, __ATOMIC_RELAXED);
+				o->state = __atomic_load_n(&q->state, __ATOMIC_RELAXED);
+				o->peer[0] = __atomic_load_n(&q->peer[0], __ATOMIC_RELAXED);
+				o->peer[1] = __atomic_load_n(&q->peer[1], __ATOMIC_RELAXED);
+				for (unsigned i = 0; i < EFI_CSHM_QP_VALUES; i++)
+					o->value[i] = __atomic_load_n(&q->value[i], __ATOMIC_RELAXED);
+			}
+		}
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&c->seq, __ATOMIC_RELAXED) != s1)
 			continue;
@@ -132,6 +162,30 @@ static bool read_counters(const struct efi_countershm *c, struct efi_countershm 
 		return true;
 	}
 	return false;
+}
+
+/* A version 3 page's drops by reason and QP table, bounded by
+ * read_counters, into the CONTEXT nest. */
+static void put_ext(struct ctl_buf *b, const struct efi_countershm_ext *x)
+{
+	uint64_t le[EFI_CSHM_DROP_REASONS];
+
+	for (unsigned i = 0; i < EFI_CSHM_DROP_REASONS; i++)
+		le[i] = htole64(x->drop_reasons[i]);
+	ctl_put(b, EFI_A_DROP_REASONS, le, sizeof(le));
+	ctl_put_u32(b, EFI_A_QPS_OMITTED, x->qps_omitted);
+	for (uint32_t k = 0; k < x->nqps; k++) {
+		const struct efi_countershm_qp *q = &x->qp[k];
+		uint64_t v[EFI_CSHM_QP_VALUES];
+		for (unsigned i = 0; i < EFI_CSHM_QP_VALUES; i++)
+			v[i] = htole64(q->value[i]);
+		size_t n = ctl_nest_begin(b, EFI_A_QP);
+		ctl_put_u32(b, EFI_A_QP_NUM, q->qpn & 0xffffff);
+		ctl_put_u32(b, EFI_A_QP_STATE, q->state);
+		ctl_put(b, EFI_A_PEER_ADDR, q->peer, 16);
+		ctl_put(b, EFI_A_QP_VALUES, v, sizeof(v));
+		ctl_nest_end(b, n);
+	}
 }
 
 void lease_put_contexts(struct efid *d, struct ctl_buf *b, const char *instance,
@@ -154,8 +208,9 @@ void lease_put_contexts(struct efid *d, struct ctl_buf *b, const char *instance,
 		if (nseen < sizeof(seen) / sizeof(seen[0]))
 			seen[nseen++] = l;
 		struct efi_countershm snap; /* a private copy: the page may change under us */
+		static struct efi_countershm_ext ext; /* 5.8 KB: efid is one thread */
 		uint64_t le[EFI_CSHM_COUNT];
-		if (!read_counters(l->counters, &snap))
+		if (!read_counters(l->counters, l->counters_size, &snap, &ext))
 			continue;
 		for (int i = 0; i < EFI_CSHM_COUNT; i++)
 			le[i] = htole64(snap.value[i]);
@@ -191,6 +246,8 @@ void lease_put_contexts(struct efid *d, struct ctl_buf *b, const char *instance,
 			}
 			ctl_nest_end(b, pn);
 		}
+		if (snap.version >= 3 && l->counters_size >= EFI_COUNTERSHM_V3_SIZE)
+			put_ext(b, &ext);
 		ctl_nest_end(b, nest);
 	}
 }

@@ -28,6 +28,7 @@ struct lease {
 	pid_t pid;
 	char instance[EFI_INSTANCE_MAX + 1]; /* set with the first slot */
 	const struct efi_countershm *counters; /* read-only mapping, or NULL */
+	size_t counters_size;                  /* its length: one page, or a version 3 page */
 	/* what RESERVE granted and RELEASE has not given back */
 	uint32_t qps, mrs;
 	uint64_t bytes;

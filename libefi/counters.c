@@ -19,45 +19,74 @@
 
 #define PUBLISH_INTERVAL_NS (100ull * 1000 * 1000)
 
-/* No lock: called once at open, on the lease connection nobody else uses
- * until close.  The progress thread may already run: the pointer is
- * published last, with release order. */
-void efi_counters_publish_open(struct efi_context_int *ctx, void *ctl)
+/* The mapped size of a page this file made: its version says which. */
+static size_t page_size(const struct efi_countershm *p)
 {
-	struct ctl_client *c = ctl;
+	return p->version >= 3 ? EFI_COUNTERSHM_V3_SIZE : EFI_COUNTERSHM_SIZE;
+}
+
+/* Makes a page of one version and hands it to efid.  Returns the page, or
+ * NULL when efid refused it (or memory ran out).  *refused: efid answered
+ * -EINVAL, as an efid older than the version does. */
+static struct efi_countershm *publish_page(struct ctl_client *c, uint32_t version,
+					   bool *refused)
+{
+	size_t size = version >= 3 ? EFI_COUNTERSHM_V3_SIZE : EFI_COUNTERSHM_SIZE;
+	struct efi_countershm *page = NULL;
 	struct ctl_reply rep;
 	struct ctl_buf req;
-	struct efi_countershm *page;
 	int fd, ok = 0;
 
-	if (!c)
-		return;
+	*refused = false;
 	fd = memfd_create("efi-counters", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
-		return;
-	if (ftruncate(fd, EFI_COUNTERSHM_SIZE) < 0 ||
+		return NULL;
+	if (ftruncate(fd, (off_t)size) < 0 ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 		goto out;
-	page = mmap(NULL, EFI_COUNTERSHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (page == MAP_FAILED)
+	page = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (page == MAP_FAILED) {
+		page = NULL;
 		goto out;
+	}
 	page->magic = EFI_COUNTERSHM_MAGIC;
-	page->version = EFI_COUNTERSHM_VERSION;
+	page->version = version;
 	page->pid = (uint32_t)getpid();
 
 	ctl_buf_init(&req);
 	ctl_msg_begin(&req, EFI_CTL_PUBLISH_COUNTERS, 0);
 	if (ctl_msg_end(&req) == 0 && ctl_client_call(c, &req, &fd, 1, &rep, 5000) == 0) {
 		ok = rep.status == 0;
+		*refused = rep.status == -EINVAL;
 		ctl_reply_free(&rep);
 	}
 	ctl_buf_free(&req);
-	if (ok)
-		__atomic_store_n(&ctx->cshm, page, __ATOMIC_RELEASE);
-	else
-		munmap(page, EFI_COUNTERSHM_SIZE); /* an older efid: no published counters */
+	if (!ok) {
+		munmap(page, size);
+		page = NULL;
+	}
 out:
 	close(fd);
+	return page;
+}
+
+/* No lock: called once at open, on the lease connection nobody else uses
+ * until close.  The progress thread may already run: the pointer is
+ * published last, with release order.  An efid that refuses the version 3
+ * page (it knows only the one-page size) gets a version 2 page instead; an
+ * efid older still, none. */
+void efi_counters_publish_open(struct efi_context_int *ctx, void *ctl)
+{
+	struct efi_countershm *page;
+	bool refused;
+
+	if (!ctl)
+		return;
+	page = publish_page(ctl, EFI_COUNTERSHM_VERSION, &refused);
+	if (!page && refused)
+		page = publish_page(ctl, 2, &refused);
+	if (page)
+		__atomic_store_n(&ctx->cshm, page, __ATOMIC_RELEASE);
 }
 
 /* Only QPs that are connected and may carry traffic count: RTS/SQD (the
@@ -83,6 +112,62 @@ static void build_peer_table(struct efi_context_int *ctx, struct efi_peer_table 
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+/* The version 3 extension's QP table: every QP of the context, up to
+ * EFI_CSHM_MAX_QPS.  Takes ctx->lock. */
+static void build_qp_table(struct efi_context_int *ctx, struct efi_countershm_qp *q,
+			   uint32_t *nqps, uint32_t *omitted)
+{
+	uint32_t n = 0, more = 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (const struct efi_qp_int *qp = ctx->qp_list; qp; qp = qp->next_active) {
+		if (n == EFI_CSHM_MAX_QPS) {
+			more++;
+			continue;
+		}
+		struct efi_countershm_qp *e = &q[n++];
+		const struct efi_counters *c = &qp->cnt;
+		memset(e, 0, sizeof(*e));
+		e->qpn = qp->pub.qp_num;
+		e->state = (uint32_t)qp->attr.qp_state;
+		if (qp->peer.sin6_family == AF_INET6)
+			memcpy(e->peer, qp->peer.sin6_addr.s6_addr, 16);
+		e->value[EFI_CSHM_QP_TX_PACKETS] = c->tx_packets;
+		e->value[EFI_CSHM_QP_TX_BYTES] = c->tx_bytes;
+		e->value[EFI_CSHM_QP_RX_PACKETS] = c->rx_packets;
+		e->value[EFI_CSHM_QP_RX_BYTES] = c->rx_bytes;
+		e->value[EFI_CSHM_QP_RETRANSMISSIONS] = c->retransmissions;
+		e->value[EFI_CSHM_QP_TIMEOUTS] = c->timeouts;
+		e->value[EFI_CSHM_QP_DUPLICATES] = c->duplicates;
+		e->value[EFI_CSHM_QP_DROPS] = c->drops;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	*nqps = n;
+	*omitted = more;
+}
+
+/* Writes the extension (the caller holds the sequence count odd). */
+static void store_ext(struct efi_countershm *p, const struct efi_counters *c,
+		      const struct efi_countershm_qp *q, uint32_t nqps, uint32_t omitted)
+{
+	struct efi_countershm_ext *x = efi_cshm_ext(p);
+
+	for (unsigned i = 0; i < EFI_CSHM_DROP_REASONS; i++)
+		__atomic_store_n(&x->drop_reasons[i],
+				 i < EFI_DROP_REASON_MAX ? c->drop_reasons[i] : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&x->nqps, nqps, __ATOMIC_RELAXED);
+	__atomic_store_n(&x->qps_omitted, omitted, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < nqps; i++) {
+		struct efi_countershm_qp *d = &x->qp[i];
+		__atomic_store_n(&d->qpn, q[i].qpn, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->state, q[i].state, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->peer[0], q[i].peer[0], __ATOMIC_RELAXED);
+		__atomic_store_n(&d->peer[1], q[i].peer[1], __ATOMIC_RELAXED);
+		for (unsigned k = 0; k < EFI_CSHM_QP_VALUES; k++)
+			__atomic_store_n(&d->value[k], q[i].value[k], __ATOMIC_RELAXED);
+	}
+}
+
 /* Progress thread only; takes ctx->lock twice (inside
  * efi_query_context_counters, then for the peer table), never while writing
  * the page. */
@@ -106,6 +191,13 @@ void efi_counters_publish(struct efi_context_int *ctx)
 	build_peer_table(ctx, &table);
 	efi_peer_table_result(&table, peers, &npeers, &omitted);
 	efi_peer_table_fini(&table);
+	/* 64 × 88 bytes on the progress thread's stack, so that the page
+	 * is written from a finished copy, not while holding ctx->lock */
+	struct efi_countershm_qp qps[EFI_CSHM_MAX_QPS];
+	bool v3 = p->version >= 3;
+	uint32_t nqps = 0, qps_omitted = 0;
+	if (v3)
+		build_qp_table(ctx, qps, &nqps, &qps_omitted);
 	uint32_t seq = __atomic_load_n(&p->seq, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
@@ -129,6 +221,8 @@ void efi_counters_publish(struct efi_context_int *ctx)
 	__atomic_store_n(&p->peers_omitted, omitted, __ATOMIC_RELAXED);
 	for (uint32_t i = 0; i < EFI_CSHM_MAX_PEERS; i++)
 		efi_cshm_peer_store(&p->peer[i], &peers[i]);
+	if (v3)
+		store_ext(p, &c, qps, nqps, qps_omitted);
 	__atomic_store_n(&p->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
@@ -136,6 +230,6 @@ void efi_counters_publish(struct efi_context_int *ctx)
 void efi_counters_publish_close(struct efi_context_int *ctx)
 {
 	if (ctx->cshm)
-		munmap(ctx->cshm, EFI_COUNTERSHM_SIZE);
+		munmap(ctx->cshm, page_size(ctx->cshm));
 	ctx->cshm = NULL;
 }

@@ -11,6 +11,14 @@
  *
  *   cshm-hostile IFNAME [stuck]      (run inside the instance, EFI_SOCKET set)
  *
+ * With "v3" instead, the page is a version 3 one (EFI_COUNTERSHM_V3_SIZE)
+ * whose extension is as hostile: a QP count of 2^32 − 1, QP numbers past 24
+ * bits, an unknown QP state, every drop reason counted (also those past
+ * libefi's); with "v3small", a page that says version 3 but is one page
+ * long, so that efid must not look past it.
+ *
+ *   cshm-hostile IFNAME v3|v3small
+ *
  * Prints "ready" once efid accepted the page.  Exit 0, or 1 with a message.
  */
 #include "config.h"
@@ -78,6 +86,25 @@ static void fill(struct efi_countershm *p, bool stuck)
 	p->seq = stuck ? 1 : 2;
 }
 
+static void fill_v3(struct efi_countershm *p)
+{
+	struct efi_countershm_ext *x = efi_cshm_ext(p);
+
+	p->version = 3;
+	for (unsigned i = 0; i < EFI_CSHM_DROP_REASONS; i++)
+		x->drop_reasons[i] = 1 + (uint64_t)i;
+	x->nqps = UINT32_MAX;
+	x->qps_omitted = 9;
+	for (unsigned k = 0; k < EFI_CSHM_MAX_QPS; k++) {
+		struct efi_countershm_qp *q = &x->qp[k];
+		q->qpn = 0xff000000u | k;
+		q->state = 99;
+		memset(q->peer, 0x1b, sizeof(q->peer));
+		for (unsigned i = 0; i < EFI_CSHM_QP_VALUES; i++)
+			q->value[i] = UINT64_MAX - i;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct ctl_client *c;
@@ -85,10 +112,13 @@ int main(int argc, char **argv)
 	char buf[64];
 	int fd, r;
 
-	if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "stuck") != 0)) {
-		fprintf(stderr, "usage: cshm-hostile IFNAME [stuck]\n");
+	const char *mode = argc == 3 ? argv[2] : "";
+	bool v3 = strcmp(mode, "v3") == 0, v3small = strcmp(mode, "v3small") == 0;
+	if (argc < 2 || argc > 3 || (argc == 3 && !v3 && !v3small && strcmp(mode, "stuck") != 0)) {
+		fprintf(stderr, "usage: cshm-hostile IFNAME [stuck|v3|v3small]\n");
 		return 2;
 	}
+	size_t size = v3 ? EFI_COUNTERSHM_V3_SIZE : EFI_COUNTERSHM_SIZE;
 	r = ctl_client_connect(NULL, &c);
 	if (r) {
 		fprintf(stderr, "cshm-hostile: cannot reach efid: %s\n", strerror(-r));
@@ -100,17 +130,21 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	fd = memfd_create("efi-counters", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0 || ftruncate(fd, EFI_COUNTERSHM_SIZE) < 0 ||
+	if (fd < 0 || ftruncate(fd, (off_t)size) < 0 ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		perror("cshm-hostile: memfd");
 		return 1;
 	}
-	page = mmap(NULL, EFI_COUNTERSHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	page = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (page == MAP_FAILED) {
 		perror("cshm-hostile: mmap");
 		return 1;
 	}
-	fill(page, argc == 3);
+	fill(page, strcmp(mode, "stuck") == 0);
+	if (v3)
+		fill_v3(page);
+	if (v3small)
+		page->version = 3;
 	r = call(c, EFI_CTL_PUBLISH_COUNTERS, NULL, fd);
 	close(fd);
 	if (r) {

@@ -134,6 +134,28 @@ r=$(grep -E '^efi_context_drops_total\{' "$TMPD/scrape2.samples" | awk '{ s += $
 positive "$r" || fail "no drops counted under 1% injected loss"
 log "under 1% loss: $B retransmitted $(sample 2 '^efi_context_retransmissions_total\{efi_instance="'"$B"'",'), $r datagrams dropped"
 
+# version 3 counters pages: drops by reason, each context's reasons adding
+# up to its drops, and B's QP to A with counters of its own
+inj=$(grep -E '^efi_context_drops_by_reason_total\{.*reason="injected"' "$TMPD/scrape2.samples" |
+	awk '{ s += $NF } END { print s + 0 }')
+positive "$inj" || fail "no drops counted as reason injected under 1% injected loss"
+if ! awk '{ split($1, a, "{"); l = a[2]; gsub(/,?reason="[^"]*"/, "", l); sub(/^,/, "", l)
+	if (a[1] == "efi_context_drops_by_reason_total") by[l] += $2
+	if (a[1] == "efi_context_drops_total") all[l] = $2 }
+	END { for (l in all) if (by[l] != all[l]) { print l, by[l], all[l]; bad = 1 }; exit bad }' \
+	"$TMPD/scrape2.samples" >"$TMPD/reasons"; then
+	fail "drops by reason do not add up to the drops: $(cat "$TMPD/reasons")"
+fi
+qpb=$(grep -E '^efi_qp_tx_bytes_total\{.*efi_instance="'"$B"'".*peer="'"$GID_A"'",.*qpn="[0-9]+"' \
+	"$TMPD/scrape2.samples" | awk '{ s += $NF } END { print s + 0 }')
+positive "$qpb" || fail "no QP of $B counts bytes sent to $GID_A: $(grep '^efi_qp_tx_bytes' "$TMPD/scrape2.samples")"
+log "under 1% loss: $inj drops by reason injected; B's QPs to A sent $qpb bytes"
+json=$(ctl_on main --json stats "$B" efi0)
+jq -e --arg p "$GID_A" '.interfaces[0].contexts | length >= 1 and all(
+	(.drops_by_reason | keys | length) == 8 and .qps_omitted == 0 and
+	([.qps[] | select(.state == "rts" and .peer == $p and .tx_bytes > 0)] | length) >= 1)' \
+	<<<"$json" >/dev/null || fail "--json stats lacks drops by reason or B's QP to A: $json"
+
 # counters never go back between the two scrapes (series present in both)
 if ! awk 'NR == FNR { if ($1 ~ /_total\{/) first[$1] = $2; next }
 	($1 in first) && $2 + 0 < first[$1] + 0 { print; bad = 1 }
@@ -178,3 +200,46 @@ assert_eq "$(printf '%s\n' "{context=\"1\",efi_instance=\"$A\",interface=\"efi0\
 		sed 's/^efi_context_tx_packets_total//; s/ .*//' | sort)" \
 	"series of the two contexts of pid $TPID"
 wait "$TBG" || fail "two-contexts failed: $(cat "$TMPD/two.out")"
+
+# pages of other versions, from cshm-hostile (a process that leases an
+# endpoint and publishes a page it wrote itself): a version 2 page (an older
+# libefi) and a page that says version 3 but is one page long give neither
+# drops by reason nor QPs; a hostile version 3 page is bounded by efid
+: "${CSHM_HOSTILE:=$top_builddir/tests/integration/cshm-hostile}"
+[ -x "$CSHM_HOSTILE" ] || fail "cshm-hostile not built at $CSHM_HOSTILE"
+hostile_ctx='[.interfaces[0].contexts[] | select(.tx_packets == 1000)]'
+hostile() {
+	rm -f "$TMPD/hold"
+	mkfifo "$TMPD/hold"
+	in_b "$CSHM_HOSTILE" efi0 "$@" <"$TMPD/hold" >"$TMPD/hostile.out" 2>&1 &
+	HPID=$!
+	TRACK_BGPIDS+=("$HPID")
+	exec 5>"$TMPD/hold"
+	wait_for 5000 "cshm-hostile $* ready" grep -q ready "$TMPD/hostile.out"
+	json=$(ctl_on main --json stats "$B" efi0) || fail "efictl stats failed with a $* page"
+	ctx=$(jq -c "$hostile_ctx | .[0]" <<<"$json")
+	log "cshm-hostile $*: $(head -c 400 <<<"$ctx")"
+	scrape "h${1:-v2}"
+}
+hostile_done() {
+	exec 5>&-
+	wait "$HPID" || fail "cshm-hostile failed: $(cat "$TMPD/hostile.out")"
+}
+for mode in "" v3small; do
+	hostile ${mode:+"$mode"}
+	assert_eq 'null null 0' "$(jq -r '"\(.drops_by_reason) \(.qps_omitted) \(.qps | length)"' <<<"$ctx")" \
+		"a ${mode:-version 2} page: no drops by reason, no QPs"
+	assert_eq 0 "$(grep -c '^efi_qp_tx_packets_total' "$TMPD/scrapeh${mode:-v2}.samples")" \
+		"a ${mode:-version 2} page: no QP series"
+	hostile_done
+done
+hostile v3
+assert_eq 64 "$(jq '.qps | length' <<<"$ctx")" "QPs listed from a page claiming 2^32-1"
+assert_eq 9 "$(jq '.qps_omitted' <<<"$ctx")" "qps_omitted passed on"
+assert_eq true "$(jq '[.qps[] | .qpn <= 16777215 and .state == "unknown"] | all' <<<"$ctx")" \
+	"QP numbers cut to 24 bits, an unknown state named so"
+assert_eq 16 "$(jq '.drops_by_reason | length' <<<"$ctx")" "16 drop reasons, 8 of them by number"
+assert_eq '1 16' "$(jq -r '"\(.drops_by_reason.malformed) \(.drops_by_reason.reason_15)"' <<<"$ctx")" \
+	"drop reasons in order"
+if ctl_on main stats "$B" efi0 | grep -q $'\e'; then fail "an escape byte from the page reached the terminal"; fi
+hostile_done
