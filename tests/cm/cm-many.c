@@ -2,7 +2,10 @@
 /*
  * cm-many: many live connections in one process (issue 18), one side each.
  *
- *   cm-many server SERVICE N          accepts N connections (more later too)
+ *   cm-many server SERVICE N [--listeners L]
+ *                                     accepts N connections (more later too)
+ *                                     on SERVICE, and listens on SERVICE + 1
+ *                                     ... SERVICE + L - 1 too
  *   cm-many client HOST SERVICE N [--parallel P]
  *
  * Both print "ready N threads T" once N connections are established, T
@@ -12,8 +15,8 @@
  *
  *   send    (client) one message over every connection; "send ok N"
  *   recv    (server) waits for the message of every connection; "recv ok N"
- *   more M  (client) M further connects, each established then closed;
- *           "more ok M"
+ *   more M [SERVICE]  (client) M further connects (to SERVICE, else the
+ *           first one), each established then closed; "more ok M"
  *   quit    tidies up and exits 0
  *
  * The server prints "disconnected N first F last L" (wall-clock ms) when the
@@ -211,30 +214,40 @@ static int take(struct conn *c, int *resets)
 
 /* ---- server ---------------------------------------------------------- */
 
-static int server(const char *service, int n)
+static int server(const char *service, int n, int nlisten)
 {
-	setup(n);
-	struct efi_cm_id *l = efi_listen(ctx, service, 4096);
-	if (!l)
-		FAIL("efi_listen %s: %s", service, strerror(errno));
+	setup(n + 1024);
+	/* listeners on SERVICE, SERVICE + 1, ...: all accept */
+	struct efi_cm_id **ls = calloc((size_t)nlisten, sizeof(*ls));
+	for (int k = 0; k < nlisten; k++) {
+		char svc[16];
+		snprintf(svc, sizeof(svc), "%d", atoi(service) + k);
+		ls[k] = efi_listen(ctx, svc, 4096);
+		if (!ls[k])
+			FAIL("efi_listen %s: %s", svc, strerror(errno));
+	}
 	printf("listening\n");
 	int established = 0, disconnected = 0, resets = 0;
 	double first = 0, last = 0;
 	bool ready = false, told = false, all_err = false;
 	struct pollfd *pfd = NULL;
 	for (;;) {
-		pfd = realloc(pfd, (size_t)(nconns + 2) * sizeof(*pfd));
+		int base = 1 + nlisten; /* stdin, the listeners, then the connections */
+		pfd = realloc(pfd, (size_t)(nconns + base) * sizeof(*pfd));
 		pfd[0] = (struct pollfd){ .fd = 0, .events = POLLIN };
-		pfd[1] = (struct pollfd){ .fd = efi_cm_get_fd(l), .events = POLLIN };
+		for (int k = 0; k < nlisten; k++)
+			pfd[1 + k] = (struct pollfd){ .fd = efi_cm_get_fd(ls[k]), .events = POLLIN };
 		for (int i = 0; i < nconns; i++)
-			pfd[i + 2] = (struct pollfd){ .fd = conns[i].id ? efi_cm_get_fd(conns[i].id) : -1,
-						      .events = POLLIN };
+			pfd[i + base] = (struct pollfd){ .fd = conns[i].id ? efi_cm_get_fd(conns[i].id) : -1,
+							 .events = POLLIN };
 		int polled = nconns; /* accepting below adds to conns */
-		if (poll(pfd, (nfds_t)polled + 2, 1000) < 0 && errno != EINTR)
+		if (poll(pfd, (nfds_t)(polled + base), 1000) < 0 && errno != EINTR)
 			FAIL("poll: %s", strerror(errno));
-		if (pfd[1].revents) {
+		for (int k = 0; k < nlisten; k++) {
+			if (!pfd[1 + k].revents)
+				continue;
 			struct efi_cm_event ev;
-			int r = efi_cm_get_event(l, &ev, 0);
+			int r = efi_cm_get_event(ls[k], &ev, 0);
 			if (r == 0 && ev.event == EFI_CM_EVENT_CONNECT_REQUEST) {
 				struct conn *c = add_conn();
 				c->extra = ready;
@@ -253,7 +266,7 @@ static int server(const char *service, int n)
 		}
 		for (int i = 0; i < polled; i++) {
 			struct conn *c = &conns[i];
-			if (!pfd[i + 2].revents || !c->id)
+			if (!pfd[i + base].revents || !c->id)
 				continue;
 			int e = take(c, &resets);
 			if (e == -1)
@@ -313,7 +326,9 @@ static int server(const char *service, int n)
 	for (int i = 0; i < nconns; i++)
 		if (conns[i].id)
 			close_conn(&conns[i]);
-	efi_cm_destroy_id(l);
+	for (int k = 0; k < nlisten; k++)
+		efi_cm_destroy_id(ls[k]);
+	free(ls);
 	free(pfd);
 	teardown();
 	return 0;
@@ -413,10 +428,12 @@ static int client(const char *host, const char *service, int n, int par)
 			wait_completions(n, false);
 			printf("send ok %d\n", n);
 		} else if (!strncmp(line, "more ", 5)) {
-			int m = atoi(line + 5), from = nconns;
-			if (m < 1 || m > 1024)
-				FAIL("more: 1..1024");
-			connect_many(host, service, m, 16, "more ok");
+			/* more M [SERVICE] */
+			char svc[16] = "";
+			int m = 0, from = nconns;
+			if (sscanf(line + 5, "%d %15s", &m, svc) < 1 || m < 1 || m > 1024)
+				FAIL("more: 1..1024 [SERVICE]");
+			connect_many(host, svc[0] ? svc : service, m, 16, "more ok");
 			for (int i = from; i < nconns; i++) {
 				efi_disconnect(conns[i].id);
 				close_conn(&conns[i]);
@@ -439,13 +456,15 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	const char *a = getenv("CM_MANY_ALARM");
 	alarm(a ? (unsigned)atoi(a) : 300);
-	if (argc >= 4 && !strcmp(argv[1], "server"))
-		return server(argv[2], atoi(argv[3]));
+	if (argc >= 4 && !strcmp(argv[1], "server")) {
+		int nl = argc >= 6 && !strcmp(argv[4], "--listeners") ? atoi(argv[5]) : 1;
+		return server(argv[2], atoi(argv[3]), nl < 1 ? 1 : nl > 1000 ? 1000 : nl);
+	}
 	if (argc >= 5 && !strcmp(argv[1], "client")) {
 		int par = argc >= 7 && !strcmp(argv[5], "--parallel") ? atoi(argv[6]) : 32;
 		return client(argv[2], argv[3], atoi(argv[4]), par < 1 ? 1 : par);
 	}
-	fprintf(stderr, "usage: cm-many server SERVICE N\n"
+	fprintf(stderr, "usage: cm-many server SERVICE N [--listeners L]\n"
 			"       cm-many client HOST SERVICE N [--parallel P]\n");
 	return 2;
 }

@@ -1,19 +1,20 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # The connection manager across efid restarts (issue 18): CM_MANY_N
-# (1,000) connections between a server on host one and a client on host
-# two, then host one's efid stopped with SIGTERM and started again, then
-# host two's killed with SIGKILL and started again.  After each restart:
-# every connection and the listener are taken up again by their processes
-# (efictl status shows them with their pid, neither process heard
-# ECONNRESET), a message goes over every connection, and new connects to
-# the listener work.  At the end the client is SIGKILLed and the server
+# (1,000) connections between a server on host one, listening on 100
+# services, and a client on host two, then host one's efid stopped with
+# SIGTERM and started again, then host two's killed with SIGKILL and started
+# again.  After each restart: every connection and every listener are taken
+# up again by their processes (efictl status shows them with their pid,
+# neither process heard ECONNRESET), a message goes over every connection,
+# and new connects to a listener work.  At the end the client is SIGKILLed and the server
 # must hear DISCONNECTED on every connection (relayed by the restarted
 # efids, QP in ERR); both efids then hold no connection.  About 30 s.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 # shellcheck source=tests/cm/many.sh
 . "$(dirname "$0")/many.sh"
 N=${CM_MANY_N:-1000}
+L=100
 cm_init cq
 dp_two_hosts
 
@@ -43,13 +44,13 @@ traffic() {
 	many_wait cli 20000 "^send ok $N" "$round"
 	many_cmd srv recv
 	many_wait srv 20000 "^recv ok $N" "$round"
-	many_cmd cli "more 20"
+	many_cmd cli "more 20 $((7482 + (round * 37) % L))"
 	many_wait cli 20000 '^more ok' "$round"
 	log "$*: a message over each of the $N, and $(grep '^more ok' "$TMPD/cli.out" | tail -1)"
 	no_resets "$*"
 }
 
-many_bg srv in_a server 7482 "$N"
+many_bg srv in_a server 7482 "$N" --listeners "$L"
 many_wait srv 10000 '^listening'
 many_bg cli in_b client "$IP_A" 7482 "$N" --parallel 32
 many_wait cli 60000 '^ready'
@@ -61,7 +62,7 @@ log "host one's efid (the server's): SIGTERM, then started again"
 efid_stop one TERM
 efid_launch one
 efid_use one
-wait_for 10000 "the server took up its $N connections and its listener" taken_up "$A" "$N" 1
+wait_for 10000 "the server took up its $N connections and its $L listeners" taken_up "$A" "$N" "$L"
 log "taken up ${WAITED_MS} ms after efid answered"
 traffic "after host one's efid restarted"
 
