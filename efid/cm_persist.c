@@ -164,24 +164,27 @@ void cm_persist_flush(struct efid *d)
 		any |= op->kind != OP_NONE;
 	}
 	r = any ? store_begin(d->store) : -ECANCELED; /* nothing to write: no fsync */
+	struct store_cm_batch b;
+	store_cm_batch_begin(&b, d->store);
 	for (struct cm_persist_op *op = ops; op && r == 0; op = op->next, n++) {
 		switch (op->kind) {
 		case OP_NONE:
 			break;
 		case OP_LISTENER_PUT:
-			r = store_cm_listener_put(d->store, &op->l);
+			r = store_cm_listener_put(&b, &op->l);
 			break;
 		case OP_LISTENER_DEL:
-			r = store_cm_listener_del(d->store, op->l.instance, op->l.ifname, op->l.service);
+			r = store_cm_listener_del(&b, op->l.instance, op->l.ifname, op->l.service);
 			break;
 		case OP_CONN_PUT:
-			r = store_cm_conn_put(d->store, &op->c);
+			r = store_cm_conn_put(&b, &op->c);
 			break;
 		case OP_CONN_DEL:
-			r = store_cm_conn_del(d->store, op->c.instance, op->c.tid, op->c.active);
+			r = store_cm_conn_del(&b, op->c.instance, op->c.tid, op->c.active);
 			break;
 		}
 	}
+	store_cm_batch_end(&b); /* statements finalized before the commit */
 	if (r == 0)
 		r = store_commit(d->store);
 	else if (r != -ECANCELED)

@@ -28,16 +28,47 @@ static int step_done(struct store *s, sqlite3_stmt *st, const char *what)
 {
 	int rc = sqlite3_step(st);
 	int r = rc == SQLITE_DONE ? 0 : store_sqlite_error(s, rc, what);
-	sqlite3_finalize(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
 	return r;
 }
 
-int store_cm_listener_put(struct store *s, const struct store_cm_listener *l)
+enum { ST_LISTENER_PUT, ST_LISTENER_DEL, ST_CONN_PUT, ST_CONN_DEL };
+
+static const char *const batch_sql[4] = {
+	[ST_LISTENER_PUT] = "INSERT OR REPLACE INTO cm_listeners(instance, ifname, service, backlog, pid) "
+			    "VALUES (?1, ?2, ?3, ?4, ?5)",
+	[ST_LISTENER_DEL] = "DELETE FROM cm_listeners WHERE instance = ?1 AND ifname = ?2 AND service = ?3",
+	[ST_CONN_PUT] = "INSERT OR REPLACE INTO cm_connections(instance, tid, active, handle, ifname, peer, "
+			"peer_gid, local_qpn, peer_qpn, pid) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+	[ST_CONN_DEL] = "DELETE FROM cm_connections WHERE instance = ?1 AND tid = ?2 AND active = ?3",
+};
+
+void store_cm_batch_begin(struct store_cm_batch *b, struct store *s)
 {
+	memset(b, 0, sizeof(*b));
+	b->s = s;
+}
+
+void store_cm_batch_end(struct store_cm_batch *b)
+{
+	for (int i = 0; i < 4; i++)
+		sqlite3_finalize(b->st[i]);
+	memset(b->st, 0, sizeof(b->st));
+}
+
+static sqlite3_stmt *batch_stmt(struct store_cm_batch *b, int which, int *err)
+{
+	if (!b->st[which])
+		b->st[which] = prepare(b->s, batch_sql[which], err);
+	return b->st[which];
+}
+
+int store_cm_listener_put(struct store_cm_batch *b, const struct store_cm_listener *l)
+{
+	struct store *s = b->s;
 	int r = 0;
-	sqlite3_stmt *st = prepare(s,
-		"INSERT OR REPLACE INTO cm_listeners(instance, ifname, service, backlog, pid) "
-		"VALUES (?1, ?2, ?3, ?4, ?5)", &r);
+	sqlite3_stmt *st = batch_stmt(b, ST_LISTENER_PUT, &r);
 	if (!st)
 		return r;
 	sqlite3_bind_text(st, 1, l->instance, -1, SQLITE_STATIC);
@@ -48,12 +79,12 @@ int store_cm_listener_put(struct store *s, const struct store_cm_listener *l)
 	return step_done(s, st, "recording a listener");
 }
 
-int store_cm_listener_del(struct store *s, const char *instance, const char *ifname,
+int store_cm_listener_del(struct store_cm_batch *b, const char *instance, const char *ifname,
 			  uint32_t service)
 {
+	struct store *s = b->s;
 	int r = 0;
-	sqlite3_stmt *st = prepare(s,
-		"DELETE FROM cm_listeners WHERE instance = ?1 AND ifname = ?2 AND service = ?3", &r);
+	sqlite3_stmt *st = batch_stmt(b, ST_LISTENER_DEL, &r);
 	if (!st)
 		return r;
 	sqlite3_bind_text(st, 1, instance, -1, SQLITE_STATIC);
@@ -62,13 +93,11 @@ int store_cm_listener_del(struct store *s, const char *instance, const char *ifn
 	return step_done(s, st, "forgetting a listener");
 }
 
-int store_cm_conn_put(struct store *s, const struct store_cm_conn *c)
+int store_cm_conn_put(struct store_cm_batch *b, const struct store_cm_conn *c)
 {
+	struct store *s = b->s;
 	int r = 0;
-	sqlite3_stmt *st = prepare(s,
-		"INSERT OR REPLACE INTO cm_connections(instance, tid, active, handle, ifname, peer, "
-		"peer_gid, local_qpn, peer_qpn, pid) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-		&r);
+	sqlite3_stmt *st = batch_stmt(b, ST_CONN_PUT, &r);
 	if (!st)
 		return r;
 	sqlite3_bind_text(st, 1, c->instance, -1, SQLITE_STATIC);
@@ -84,11 +113,11 @@ int store_cm_conn_put(struct store *s, const struct store_cm_conn *c)
 	return step_done(s, st, "recording a connection");
 }
 
-int store_cm_conn_del(struct store *s, const char *instance, uint64_t tid, bool active)
+int store_cm_conn_del(struct store_cm_batch *b, const char *instance, uint64_t tid, bool active)
 {
+	struct store *s = b->s;
 	int r = 0;
-	sqlite3_stmt *st = prepare(s,
-		"DELETE FROM cm_connections WHERE instance = ?1 AND tid = ?2 AND active = ?3", &r);
+	sqlite3_stmt *st = batch_stmt(b, ST_CONN_DEL, &r);
 	if (!st)
 		return r;
 	sqlite3_bind_text(st, 1, instance, -1, SQLITE_STATIC);

@@ -4,7 +4,10 @@
  * established connections, so that a restarted efid (SIGTERM, SIGKILL,
  * upgrade) knows them and the applications can take them up again
  * (CM_RESUME, docs/connection-manager.md).  Each call is one statement;
- * the caller groups them in a transaction (store_begin/store_commit).
+ * the caller groups them in a transaction (store_begin/store_commit) and
+ * in a batch, which prepares each kind of statement once for all of them
+ * (efid writes a thousand records in one go when a thousand connections
+ * end at once).
  */
 #ifndef EFID_STORE_CM_H
 #define EFID_STORE_CM_H
@@ -36,12 +39,21 @@ struct store_cm_conn {
 	pid_t pid;
 };
 
-/* Insert or replace.  0 or -errno (store_errmsg says why). */
-int store_cm_listener_put(struct store *s, const struct store_cm_listener *l);
-int store_cm_listener_del(struct store *s, const char *instance, const char *ifname,
+struct store_cm_batch {
+	struct store *s;
+	void *st[4];		/* sqlite3_stmt, prepared on first use */
+};
+
+/* A batch on s (nothing prepared yet); store_cm_batch_end finalizes. */
+void store_cm_batch_begin(struct store_cm_batch *b, struct store *s);
+void store_cm_batch_end(struct store_cm_batch *b);
+
+/* Insert or replace, delete.  0 or -errno (store_errmsg says why). */
+int store_cm_listener_put(struct store_cm_batch *b, const struct store_cm_listener *l);
+int store_cm_listener_del(struct store_cm_batch *b, const char *instance, const char *ifname,
 			  uint32_t service);
-int store_cm_conn_put(struct store *s, const struct store_cm_conn *c);
-int store_cm_conn_del(struct store *s, const char *instance, uint64_t tid, bool active);
+int store_cm_conn_put(struct store_cm_batch *b, const struct store_cm_conn *c);
+int store_cm_conn_del(struct store_cm_batch *b, const char *instance, uint64_t tid, bool active);
 /* Every record, to the callbacks (either may be NULL); a row that does not
  * check out (a hand-edited database) is skipped.  0 or -errno. */
 int store_cm_load(struct store *s, void (*listener)(const struct store_cm_listener *, void *),

@@ -59,12 +59,15 @@ START_TEST(round_trip_across_reopen)
 	struct store_cm_conn a = conn(0xfedcba9876543210ull, true, 0);
 	struct store_cm_conn p = conn(0xfedcba9876543210ull, false, 0x8000000000000001ull);
 
+	struct store_cm_batch b;
 	ck_assert_int_eq(store_begin(s), 0);
-	ck_assert_int_eq(store_cm_listener_put(s, &l), 0);
-	ck_assert_int_eq(store_cm_conn_put(s, &a), 0);
-	ck_assert_int_eq(store_cm_conn_put(s, &p), 0);
+	store_cm_batch_begin(&b, s);
+	ck_assert_int_eq(store_cm_listener_put(&b, &l), 0);
+	ck_assert_int_eq(store_cm_conn_put(&b, &a), 0);
+	ck_assert_int_eq(store_cm_conn_put(&b, &p), 0);
 	l.backlog = 128; /* replaced, not added */
-	ck_assert_int_eq(store_cm_listener_put(s, &l), 0);
+	ck_assert_int_eq(store_cm_listener_put(&b, &l), 0);
+	store_cm_batch_end(&b);
 	ck_assert_int_eq(store_commit(s), 0);
 	store_close(s);
 
@@ -93,16 +96,19 @@ START_TEST(round_trip_across_reopen)
 	}
 	ck_assert(seen.c[0].active != seen.c[1].active);
 
-	/* deleting one side leaves the other */
-	ck_assert_int_eq(store_cm_conn_del(s, "vm1", a.tid, true), 0);
-	ck_assert_int_eq(store_cm_listener_del(s, "vm1", "efi0", 7471), 0);
+	/* deleting one side leaves the other (outside a transaction: each
+	 * statement its own) */
+	store_cm_batch_begin(&b, s);
+	ck_assert_int_eq(store_cm_conn_del(&b, "vm1", a.tid, true), 0);
+	ck_assert_int_eq(store_cm_listener_del(&b, "vm1", "efi0", 7471), 0);
 	memset(&seen, 0, sizeof(seen));
 	ck_assert_int_eq(store_cm_load(s, on_listener, on_conn, &seen), 0);
 	ck_assert_int_eq(seen.nl, 0);
 	ck_assert_int_eq(seen.nc, 1);
 	ck_assert(!seen.c[0].active);
 	/* deleting what is not there is no error */
-	ck_assert_int_eq(store_cm_conn_del(s, "vm2", 1, true), 0);
+	ck_assert_int_eq(store_cm_conn_del(&b, "vm2", 1, true), 0);
+	store_cm_batch_end(&b);
 	store_close(s);
 }
 END_TEST
@@ -112,7 +118,10 @@ START_TEST(unusable_rows_are_skipped)
 	const char *path = tmp_path("efid.db");
 	struct store *s = open_ok(path);
 	struct store_cm_conn good = conn(77, true, 0);
-	ck_assert_int_eq(store_cm_conn_put(s, &good), 0);
+	struct store_cm_batch b;
+	store_cm_batch_begin(&b, s);
+	ck_assert_int_eq(store_cm_conn_put(&b, &good), 0);
+	store_cm_batch_end(&b);
 	store_close(s);
 	/* what the schema's checks let through but efid cannot use */
 	raw_exec(path, "INSERT INTO cm_connections VALUES ('', 1, 1, 0, 'efi0', "
