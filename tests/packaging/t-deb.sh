@@ -96,7 +96,8 @@ $list"
 }
 contains efid /usr/sbin/efid /etc/efi/efid.conf /lib/systemd/system/efid.service \
 	/lib/systemd/system/efid.socket /usr/share/man/man8/efid.8.gz \
-	/usr/share/man/man5/efid.conf.5.gz /usr/share/doc/efid/README.md
+	/usr/share/man/man5/efid.conf.5.gz /usr/share/doc/efid/README.md \
+	/usr/lib/cni/efi-cni /usr/share/man/man8/efi-cni.8.gz
 contains efictl /usr/bin/efictl /usr/share/man/man8/efictl.8.gz \
 	/usr/share/bash-completion/completions/efictl
 contains libefi0 "/usr/lib/$MA/libefi.so.0"
@@ -239,6 +240,25 @@ out=$(ip netns exec "$A" env EFI_SOCKET="$SOCK" EFI_VERBS_LIB="$ROOT/usr/lib/$MA
 	timeout -k 5 30 "$ROOT/usr/bin/efi-run" ibv_devices 2>&1) ||
 	fail "efi-run ibv_devices with the packaged libefi-verbs failed: $out"
 assert_match 'efi0' "$out" "ibv_devices under the packaged efi-run lists efi0"
+
+# the packaged CNI plugin as a runtime runs it: a third namespace by its
+# path gets an interface (the spec's result), and loses it again
+C=${PFX}c
+mk_netns "$C"
+cni_run() {
+	env -i CNI_COMMAND="$1" CNI_CONTAINERID="${PFX}-pod" CNI_NETNS="/var/run/netns/$C" \
+		CNI_IFNAME=eth1 CNI_PATH=/usr/lib/cni timeout 30 "$ROOT/usr/lib/cni/efi-cni" <<<"$(jq -cn \
+		--arg br "$BR" --arg s "$SOCK" --arg d "$TMPD/cni" '{cniVersion: "1.0.0", name: "efi",
+		type: "efi-cni", uplink: $br, efidSocket: $s, dataDir: $d, addresses: ["10.79.0.3/24"]}')"
+}
+out=$(cni_run VERSION) || fail "packaged efi-cni VERSION failed: $out"
+jq -e '.supportedVersions | index("1.0.0") != null' <<<"$out" >/dev/null || fail "efi-cni VERSION: $out"
+out=$(cni_run ADD) || fail "packaged efi-cni ADD failed: $out"
+jq -e '.interfaces[0].name == "eth1" and .ips[0].address == "10.79.0.3/24"' <<<"$out" >/dev/null ||
+	fail "packaged efi-cni ADD: $out"
+ns_has_addr "$C" eth1 10.79.0.3/24 || fail "the packaged efi-cni's eth1 lacks its address"
+out=$(cni_run DEL) || fail "packaged efi-cni DEL failed: $out"
+ip -n "$C" link show eth1 >/dev/null 2>&1 && fail "eth1 is still in $C after DEL"
 
 assert_exit 0 ctl detach "$A" efi0
 assert_exit 0 ctl detach "$B" efi0
