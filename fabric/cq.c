@@ -31,6 +31,10 @@ static void cq_fill(struct efi_fi_cq *cq)
 	cq->head = 0;
 	n = efi_poll_cq(cq->ecq, EFI_FI_CQ_BATCH, cq->backlog);
 	cq->count = n > 0 ? n : 0;
+	/* a large inject's slot is free once its send completed (bounce.c);
+	 * from here on its completion is the operation's own */
+	for (int i = 0; i < cq->count; i++)
+		efi_fi_bounce_put(&cq->bounce, &cq->backlog[i].wr_id);
 }
 
 /* The operation's context: wr_id without the provider's flag bits. */
@@ -397,6 +401,7 @@ static int cq_close(struct fid *fid)
 	efi_destroy_comp_channel(cq->channel);
 	if (cq->sigfd >= 0)
 		close(cq->sigfd);
+	efi_fi_bounce_fini(&cq->bounce);	/* no endpoint is bound: nothing in flight */
 	__atomic_fetch_sub(&cq->dom->refs, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_destroy(&cq->lock);
 	free(cq);
@@ -479,6 +484,8 @@ int efi_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fi
 	if (!cq->ecq)
 		goto fail;
 	pthread_mutex_init(&cq->lock, NULL);
+	/* at most half the CQ: its entries stay the application's */
+	efi_fi_bounce_init(&cq->bounce, (unsigned int)(size / 2));
 	cq->cq.fid.fclass = FI_CLASS_CQ;
 	cq->cq.fid.context = context;
 	cq->cq.fid.ops = &cq_fi_ops;

@@ -179,6 +179,37 @@ int efi_fi_eq_push_err(struct efi_fi_eq *eq, fid_t fid, void *context, int err, 
 int efi_fi_eq_push_event(struct efi_fi_eq *eq, uint32_t event, fid_t fid);
 int efi_fi_eq_trywait(struct efi_fi_eq *eq);
 
+/* ------------------------------------------------------------ bounce */
+
+/* tx_attr->inject_size: ofi_rxm's eager messages (its 16 KiB buffers plus
+ * its 64-byte header) all fit, so none waits for the peer's ACK; above
+ * libefi's max_inline_data they go through a bounce pool (bounce.c). */
+#define EFI_FI_INJECT_MAX	(16384 + 64)
+/* Large injects in flight per pool. */
+#define EFI_FI_BOUNCE_SLOTS	64
+
+struct efi_fi_bounce {
+	pthread_mutex_t lock;
+	uint8_t *base;			/* NULL until the first large inject */
+	struct efi_mr *mr;
+	unsigned int nslots, nfree;
+	uint16_t free[EFI_FI_BOUNCE_SLOTS];	/* indexes of free slots */
+};
+
+/* An empty pool of up to nslots slots (0: none, large injects fail). */
+void efi_fi_bounce_init(struct efi_fi_bounce *b, unsigned int nslots);
+void efi_fi_bounce_fini(struct efi_fi_bounce *b);
+/* Copies iov into a free slot (mapping and registering the pool in pd at
+ * the first call), fills *sge with it and *slot_wr_id with the wr_id to
+ * post; the slot keeps wr_id, the operation's own.  0, -FI_EAGAIN (every
+ * slot in flight) or -FI_E*. */
+int efi_fi_bounce_get(struct efi_fi_bounce *b, struct efi_pd *pd, uint64_t wr_id,
+		      const struct iovec *iov, size_t count, struct efi_sge *sge,
+		      uint64_t *slot_wr_id);
+/* If *wr_id is a slot of b: frees it, sets *wr_id to the operation's own
+ * and returns true. */
+bool efi_fi_bounce_put(struct efi_fi_bounce *b, uint64_t *wr_id);
+
 /* ------------------------------------------------------------ cq */
 
 #define EFI_FI_CQ_BATCH 64
@@ -195,6 +226,7 @@ struct efi_fi_cq {
 	struct efi_wc backlog[EFI_FI_CQ_BATCH];	/* polled, not yet returned */
 	int head, count;
 	int refs;			/* endpoints bound */
+	struct efi_fi_bounce bounce;	/* large injects of its endpoints */
 };
 
 int efi_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
@@ -256,7 +288,9 @@ struct efi_fi_ep {
 	struct efi_fi_connreq *connreq;	/* from fi_endpoint(info->handle) */
 	struct sockaddr_storage peer;
 	bool enabled, connected, shut;
-	uint32_t max_inline;
+	uint32_t max_inline;		/* libefi's EFI_SEND_INLINE limit on the QP */
+	uint32_t inject_size;		/* tx_attr->inject_size: bounce above max_inline */
+	struct efi_fi_bounce bounce;	/* large injects without a transmit CQ */
 	/* where fi_atomic writes (fetch-adds) put the value nobody reads;
 	 * its MR is registered by the first one (atomic.c) */
 	uint64_t atomic_scratch;

@@ -63,11 +63,14 @@ static int ep_enable(struct efi_fi_ep *ep)
 		return 0;
 	if (!ep->tx_cq || !ep->rx_cq) {
 		/* a CQ for the direction the application left unbound: its
-		 * work requests are never signaled */
-		ep->own_cq = efi_create_cq(dom->ctx, 16, NULL, NULL, 0);
+		 * work requests are never signaled, except large injects
+		 * without a transmit CQ, whose slots come back through it
+		 * (bounce.c) */
+		ep->own_cq = efi_create_cq(dom->ctx, 16 + EFI_FI_BOUNCE_SLOTS, NULL, NULL, 0);
 		if (!ep->own_cq)
 			return efi_fi_errno(errno);
 	}
+	efi_fi_bounce_init(&ep->bounce, ep->tx_cq ? 0 : EFI_FI_BOUNCE_SLOTS);
 	ia.qp_context = ep;
 	ia.send_cq = ep->tx_cq ? ep->tx_cq->ecq : ep->own_cq;
 	ia.recv_cq = ep->rx_cq ? ep->rx_cq->ecq : ep->own_cq;
@@ -76,7 +79,10 @@ static int ep_enable(struct efi_fi_ep *ep)
 	ia.cap.max_recv_wr = (uint32_t)(fi->rx_attr->size ? fi->rx_attr->size : 256);
 	ia.cap.max_send_sge = (uint32_t)(fi->tx_attr->iov_limit ? fi->tx_attr->iov_limit : 1);
 	ia.cap.max_recv_sge = (uint32_t)(fi->rx_attr->iov_limit ? fi->rx_attr->iov_limit : 1);
-	ia.cap.max_inline_data = (uint32_t)fi->tx_attr->inject_size;
+	/* above libefi's inline limit, injects go through a bounce pool */
+	ep->inject_size = (uint32_t)fi->tx_attr->inject_size;
+	ia.cap.max_inline_data = ep->inject_size < dom->attr.max_inline_data ?
+				 ep->inject_size : dom->attr.max_inline_data;
 	ep->qp = efi_create_qp(dom->pd, &ia);
 	if (!ep->qp)
 		goto fail;
@@ -100,6 +106,7 @@ fail:
 	ep->qp = NULL;
 	efi_destroy_cq(ep->own_cq);
 	ep->own_cq = NULL;
+	efi_fi_bounce_fini(&ep->bounce);
 	return efi_fi_errno(err);
 }
 
@@ -132,6 +139,8 @@ static int ep_close(struct fid *fid)
 	efi_destroy_qp(ep->qp);
 	efi_dereg_mr(ep->scratch_mr);	/* after the QP: no fetch-add lands in it */
 	efi_destroy_cq(ep->own_cq);
+	if (ep->enabled)
+		efi_fi_bounce_fini(&ep->bounce);	/* the QP is gone: no send reads it */
 	if (ep->tx_cq)
 		__atomic_fetch_sub(&ep->tx_cq->refs, 1, __ATOMIC_SEQ_CST);
 	if (ep->rx_cq)

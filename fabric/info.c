@@ -179,7 +179,7 @@ static bool hints_exceed(const struct fi_info *hints, const struct efi_device_at
 		const struct fi_tx_attr *t = hints->tx_attr;
 
 		if ((t->caps & ~caps) || t->size > qp_wr || t->iov_limit > sge ||
-		    t->rma_iov_limit > 1 || t->inject_size > da->max_inline_data ||
+		    t->rma_iov_limit > 1 || t->inject_size > EFI_FI_INJECT_MAX ||
 		    (t->msg_order & ~EFI_FI_MSG_ORDER) || (t->comp_order & ~FI_ORDER_NONE))
 			return true;
 	}
@@ -337,7 +337,7 @@ static struct fi_info *make_info(const struct fi_info *hints, const struct terms
 	fi->tx_attr->caps = caps & (FI_MSG | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | FI_WRITE);
 	fi->tx_attr->msg_order = EFI_FI_MSG_ORDER;
 	fi->tx_attr->comp_order = FI_ORDER_NONE;
-	fi->tx_attr->inject_size = da->max_inline_data;
+	fi->tx_attr->inject_size = EFI_FI_INJECT_MAX;	/* bounce.c above max_inline_data */
 	fi->tx_attr->size = (size_t)da->max_qp_wr;
 	fi->tx_attr->iov_limit = (size_t)da->max_sge;
 	fi->tx_attr->rma_iov_limit = 1;

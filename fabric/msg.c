@@ -44,6 +44,26 @@ bool efi_fi_tx_silent(const struct efi_fi_ep *ep, uint64_t flags)
 	       ((ep->tx_flags & FI_SELECTIVE_COMPLETION) && !(flags & FI_COMPLETION));
 }
 
+/* A slot of the pool for an inject above libefi's inline limit: the
+ * transmit CQ's, else the endpoint's own, whose completions only we read
+ * (reaped here when every slot is in flight). */
+static int bounce(struct efi_fi_ep *ep, const struct iovec *iov, size_t count, uint64_t *wr_id,
+		  struct efi_sge *sge)
+{
+	struct efi_fi_bounce *b = ep->tx_cq ? &ep->tx_cq->bounce : &ep->bounce;
+	int ret = efi_fi_bounce_get(b, ep->dom->pd, *wr_id, iov, count, sge, wr_id);
+
+	if (ret == -FI_EAGAIN && !ep->tx_cq) {
+		struct efi_wc wc[16];
+		int n = efi_poll_cq(ep->own_cq, 16, wc);
+
+		for (int i = 0; i < n; i++)
+			efi_fi_bounce_put(b, &wc[i].wr_id);
+		ret = efi_fi_bounce_get(b, ep->dom->pd, *wr_id, iov, count, sge, wr_id);
+	}
+	return ret;
+}
+
 ssize_t efi_fi_post(struct efi_fi_ep *ep, enum efi_wr_opcode op, const struct iovec *iov,
 		    void **desc, size_t count, uint64_t raddr, uint64_t rkey, uint64_t data,
 		    uint64_t flags, void *context)
@@ -51,7 +71,7 @@ ssize_t efi_fi_post(struct efi_fi_ep *ep, enum efi_wr_opcode op, const struct io
 	struct efi_sge sge[EFI_FI_MAX_SGE];
 	struct efi_send_wr wr = { 0 }, *bad;
 	size_t total;
-	bool silent;
+	bool silent, bounced = false;
 	int ret;
 
 	if (!ep->enabled)
@@ -61,14 +81,26 @@ ssize_t efi_fi_post(struct efi_fi_ep *ep, enum efi_wr_opcode op, const struct io
 	ret = fill_sges(sge, iov, desc, count, &total);
 	if (ret)
 		return ret;
-	if (flags & FI_INJECT) {
-		if (total > ep->max_inline || op == EFI_WR_RDMA_READ)
-			return -FI_EINVAL;
-		wr.send_flags |= EFI_SEND_INLINE;
-	}
 	silent = efi_fi_tx_silent(ep, flags);
 	if (!silent)
 		wr.send_flags |= EFI_SEND_SIGNALED;
+	wr.wr_id = wr_id(context, silent);
+	if (flags & FI_INJECT) {
+		if (total > ep->inject_size || op == EFI_WR_RDMA_READ)
+			return -FI_EINVAL;
+		if (total > ep->max_inline) {
+			/* from a bounce slot, signaled so that its completion
+			 * frees the slot (bounce.c) */
+			ret = bounce(ep, iov, count, &wr.wr_id, sge);
+			if (ret)
+				return ret;
+			count = 1;
+			bounced = true;
+			wr.send_flags |= EFI_SEND_SIGNALED;
+		} else {
+			wr.send_flags |= EFI_SEND_INLINE;
+		}
+	}
 	if (flags & FI_FENCE)
 		wr.send_flags |= EFI_SEND_FENCE;
 	if (flags & FI_REMOTE_CQ_DATA) {
@@ -78,13 +110,14 @@ ssize_t efi_fi_post(struct efi_fi_ep *ep, enum efi_wr_opcode op, const struct io
 			op = EFI_WR_RDMA_WRITE_WITH_IMM;
 		wr.imm_data = htonl((uint32_t)data);
 	}
-	wr.wr_id = wr_id(context, silent);
 	wr.sg_list = sge;
 	wr.num_sge = (int)count;
 	wr.opcode = op;
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = (uint32_t)rkey;
 	ret = efi_post_send(ep->qp, &wr, &bad);
+	if (ret && bounced)
+		efi_fi_bounce_put(ep->tx_cq ? &ep->tx_cq->bounce : &ep->bounce, &wr.wr_id);
 	if (ret == ENOMEM)
 		return -FI_EAGAIN;	/* send queue full: reap completions first */
 	return efi_fi_errno(ret);
