@@ -4,6 +4,7 @@
  *
  *   scale-test server --qps N [--port P] [--hold FILE]
  *   scale-test client --qps N --host ADDR [--port P] [--window W] [--hold FILE]
+ *                     [--start-at T] [--sample K]
  *
  * Each side opens its instance's first EFI device and creates N QPs (one
  * CQ, one MR); the server posts a receive on each; the two exchange QPNs,
@@ -26,7 +27,11 @@
  *   rss_per_qp_b B
  *   bad_source D              packets dropped as not from the peer (must be 0)
  *
- * With --hold FILE the process creates FILE once connected and waits until
+ * With --sample K (both sides) a message goes over every K-th QP only
+ * (benchmarks: the transport walks every QP per run, and a message over
+ * each of 65,536 QPs takes minutes).  With --start-at T (CLOCK_REALTIME seconds) the client begins connecting
+ * no earlier than T, so that several clients started together connect at
+ * the same time.  With --hold FILE the process creates FILE once connected and waits until
  * it is removed before tearing down (the test reads efid's tables then).
  * Exit 0 on success; 1 with a message on stderr otherwise.
  */
@@ -363,7 +368,8 @@ static void post(struct side *s, unsigned i, bool send)
 int main(int argc, char **argv)
 {
 	const char *host = NULL, *hold = NULL;
-	unsigned n = 0, blocks = 0, window = 256;
+	double start_at = 0;
+	unsigned n = 0, blocks = 0, window = 256, sample = 1, nmsg;
 	uint16_t port = 7900;
 	bool server;
 	struct side s = { 0 };
@@ -388,6 +394,10 @@ int main(int argc, char **argv)
 			port = (uint16_t)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--window"))
 			window = (unsigned)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--sample"))
+			sample = (unsigned)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--start-at"))
+			start_at = strtod(argv[++i], NULL);
 		else if (!strcmp(argv[i], "--hold"))
 			hold = argv[++i];
 		else
@@ -395,6 +405,8 @@ int main(int argc, char **argv)
 	}
 	CHECK(n >= 1 && n <= 65536, "--qps 1..65536");
 	CHECK(window >= 1, "--window 1 or more");
+	CHECK(sample >= 1, "--sample 1 or more");
+	nmsg = (n + sample - 1) / sample;	/* QPs 0, sample, 2 × sample, ... */
 	CHECK(server || host, "the client needs --host");
 	mine = calloc(n, sizeof(*mine));
 	theirs = calloc(n, sizeof(*theirs));
@@ -436,7 +448,14 @@ int main(int argc, char **argv)
 		xfer(fd, &peer_gid, sizeof(peer_gid), false);
 		xfer(fd, theirs, n * sizeof(*theirs), false);
 		struct timespec rt0, rt1;
-		clock_gettime(CLOCK_REALTIME, &rt0);
+		/* processes started together connect together */
+		for (;;) {
+			clock_gettime(CLOCK_REALTIME, &rt0);
+			double left = start_at - (rt0.tv_sec + rt0.tv_nsec * 1e-9);
+			if (left <= 0)
+				break;
+			usleep(left > 0.01 ? 10000 : (useconds_t)(left * 1e6) + 1);
+		}
 		wall = now_s();
 		for (unsigned i = 0; i < n; i++) {
 			theirs[i].qpn = ntohl(theirs[i].qpn);
@@ -473,7 +492,7 @@ int main(int argc, char **argv)
 	/* one message over each: the server answers a byte when all arrived */
 	char ok = 'k';
 	if (server) {
-		drain(&s, n, EFI_WC_RECV, check_recv);
+		drain(&s, nmsg, EFI_WC_RECV, check_recv);
 		xfer(fd, &ok, 1, true);
 	} else {
 		/* what one transport run costs with every QP connected and
@@ -489,9 +508,9 @@ int main(int argc, char **argv)
 		 * issue 18) */
 		unsigned posted = 0, done = 0;
 		double m0 = now_s();
-		while (done < n) {
-			while (posted < n && posted - done < window)
-				post(&s, posted++, true);
+		while (done < nmsg) {
+			while (posted < nmsg && posted - done < window)
+				post(&s, (posted++) * sample, true);
 			unsigned want = posted - done < 16 ? posted - done : 16;
 			drain(&s, want, EFI_WC_SEND, NULL);
 			done += want;
@@ -502,7 +521,7 @@ int main(int argc, char **argv)
 		printf("connect_us %.1f %.1f\n", t[n / 2], t[(size_t)((n - 1) * 0.99)]);
 		printf("connects_per_s %.0f\n", n / wall);
 	}
-	printf("messages %u\n", n);
+	printf("messages %u\n", nmsg);
 	rss1 = rss_kb();
 	printf("rss_kb %ld %ld\n", rss0, rss1);
 	printf("rss_per_qp_b %ld\n", (rss1 - rss0) * 1024 / (long)n);
