@@ -193,6 +193,22 @@ cni_ok DEL "$CID_A" "$NS_A" eth1
 cni_ok DEL "$CID_B" "$NS_B" eth1
 cni_ok DEL "$CID_B" - eth1
 
+log "two ADDs at once take different range addresses (the state lock)"
+for p in A B; do
+	ns=$NS_A cid=$CID_A
+	[ "$p" = B ] && ns=$NS_B cid=$CID_B
+	env -i PATH="$PATH" CNI_COMMAND=ADD CNI_CONTAINERID="$cid" CNI_NETNS="$ns" CNI_IFNAME=eth1 \
+		CNI_PATH=/opt/cni/bin timeout 60 "$EFI_CNI" <<<"$(conf)" >"$TMPD/par-$p.out" 2>&1 &
+	TRACK_BGPIDS+=("$!")
+	eval "PAR_$p=\$!"
+done
+wait "$PAR_A" || fail "concurrent ADD A: $(cat "$TMPD/par-A.out")"
+wait "$PAR_B" || fail "concurrent ADD B: $(cat "$TMPD/par-B.out")"
+assert_eq "10.78.0.10/24 10.78.0.11/24" "$(jq -r '.ips[0].address' "$TMPD/par-A.out" "$TMPD/par-B.out" |
+	sort | xargs)" "the two pods' addresses"
+cni_ok DEL "$CID_A" "$NS_A" eth1
+cni_ok DEL "$CID_B" "$NS_B" eth1
+
 log "DEL after the namespace is gone: a pod process that exited"
 pod_process
 PID_B2=$PODPID
@@ -237,6 +253,8 @@ cni_err 100 ADD "$CID_A" /etc/hostname eth1
 assert_match 'not a network namespace' "$(jq -r .details <<<"$OUT")" "efid's reason"
 cni_err 100 ADD "$CID_A" "/proc/$$/ns/net" eth1
 assert_match "host's own network namespace" "$(jq -r .details <<<"$OUT")" "efid's reason"
+cni_err 100 ADD "$CID_A" $'/var/run/netns/x\ny' eth1
+assert_match "one line" "$(jq -r .details <<<"$OUT")" "efid's reason"
 cni_err 11 ADD "$CID_A" "/var/run/netns/$C" eth1 "$(conf ".efidSocket = \"$TMPD/none.sock\"")"
 cni_err 11 DEL "$CID_A" - eth1 "$(conf ".efidSocket = \"$TMPD/none.sock\"")"
 assert_eq "" "$(ctl_on main --json list | jq -c '[.instances[]?.interfaces[]?]' | grep -v '^\[\]$')" \
