@@ -261,3 +261,33 @@ assert_eq "" "$(ctl_on main --json list | jq -c '[.instances[]?.interfaces[]?]' 
 	"no failed request left an interface"
 assert_eq "" "$(ls "$PATHS")" "no failed request left a namespace record"
 assert_eq "" "$(ls "$DATA/efinet" | grep -v '^lock$')" "no failed request left an allocation"
+
+log "a member of [Control] Group= may attach, but not to a namespace by its path"
+if command -v setpriv >/dev/null && command -v useradd >/dev/null; then
+	GRP=${PFX}g
+	USR=${PFX}u
+	groupadd -r "$GRP" || fail "groupadd $GRP failed"
+	track_group "$GRP"
+	useradd -r -M -N -g 65534 -G "$GRP" -s /usr/sbin/nologin -d /nonexistent "$USR" ||
+		fail "useradd $USR failed"
+	track_user "$USR"
+	efid_stop main
+	efid_config main Control.Group="$GRP"
+	efid_launch main
+	# the plugin and its state where the member can reach them
+	cp "$EFI_CNI" "$TMPD/efi-cni" && chmod 755 "$TMPD/efi-cni"
+	mkdir -p "$TMPD/cni-member" && chmod 777 "$TMPD/cni-member"
+	OUT=$(setpriv --reuid="$USR" --regid=65534 --init-groups env -i CNI_COMMAND=ADD \
+		CNI_CONTAINERID="${PFX}-pod-m" CNI_NETNS="/var/run/netns/$C" CNI_IFNAME=eth1 \
+		CNI_PATH=/opt/cni/bin timeout 60 "$TMPD/efi-cni" \
+		<<<"$(conf ".dataDir = \"$TMPD/cni-member\"")") && fail "a group member's ADD succeeded: $OUT"
+	jq -e '.code == 100 and (.details | test("needs root"))' <<<"$OUT" >/dev/null ||
+		fail "a group member's ADD: expected error 100 (needs root), got: $OUT"
+	# ... though the member may attach by name
+	assert_exit 0 timeout -k 2 "$CTL_TIMEOUT" setpriv --reuid="$USR" --regid=65534 --init-groups \
+		"$EFICTL" --socket "$SOCKM" attach "$C" --name efi0 --address 10.78.0.30/24 --uplink "$BR"
+	assert_exit 0 ctl_on main detach "$C" efi0
+	assert_eq "" "$(ls "$PATHS")" "the refused request left no namespace record"
+else
+	log "(skipped: setpriv or useradd missing)"
+fi
