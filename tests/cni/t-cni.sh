@@ -222,6 +222,21 @@ assert_eq "" "$(efid_iface "efi-${CID_B}2" eth1)" "the interface is gone from ef
 assert_eq "" "$(ls "$PATHS")" "efid let go of the namespace"
 no_host_devices || fail "host devices left: $(host_efi_devices)"
 
+log "DEL after the pod went while efid was down"
+pod_process
+PID_B3=$PODPID
+cni_ok ADD "${CID_B}3" "/proc/$PID_B3/ns/net" eth1
+efid_stop main
+kill "$PID_B3"
+wait "$PID_B3" 2>/dev/null
+efid_launch main
+assert_eq "" "$(ls "$PATHS")" "the restarted efid dropped the record of a path that is gone"
+jq -e '.state == "missing"' <<<"$(efid_iface "efi-${CID_B}3" eth1)" >/dev/null ||
+	fail "the interface of the gone pod should be missing: $(efid_iface "efi-${CID_B}3" eth1)"
+cni_ok DEL "${CID_B}3" "/proc/$PID_B3/ns/net" eth1
+assert_eq "" "$(efid_iface "efi-${CID_B}3" eth1)" "DEL finished it"
+no_host_devices || fail "host devices left: $(host_efi_devices)"
+
 log "DEL after the namespace is gone: ip netns del"
 cni_ok ADD "$CID_A" "$NS_A" eth1
 ip netns del "$A"
