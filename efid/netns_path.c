@@ -226,6 +226,18 @@ int netns_path_adopt(const char *want, const char *path, char *name, size_t name
 		snprintf(err, errlen, "efid cannot record namespace paths (see its log at start)");
 		return -ENOTSUP;
 	}
+	/* nsfs files are regular files: never open a device node or a FIFO
+	 * (opening some devices does something). */
+	if (stat(path, &st) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot open the namespace %s: %s", path, strerror(errno));
+		return rc;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s is not a network namespace (give a path like "
+			 "/proc/PID/ns/net or /var/run/netns/NAME)", path);
+		return -EINVAL;
+	}
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		rc = -errno;

@@ -266,6 +266,8 @@ cni_err 7 ADD "$CID_A" "/var/run/netns/$C" eth1 "$(conf '.mtu = "big"')"
 cni_err 3 ADD "$CID_A" "/var/run/netns/${PFX}nothere" eth1
 cni_err 100 ADD "$CID_A" /etc/hostname eth1
 assert_match 'not a network namespace' "$(jq -r .details <<<"$OUT")" "efid's reason"
+cni_err 100 ADD "$CID_A" /dev/null eth1
+assert_match 'not a network namespace' "$(jq -r .details <<<"$OUT")" "efid's reason"
 cni_err 100 ADD "$CID_A" "/proc/$$/ns/net" eth1
 assert_match "host's own network namespace" "$(jq -r .details <<<"$OUT")" "efid's reason"
 cni_err 100 ADD "$CID_A" $'/var/run/netns/x\ny' eth1
