@@ -110,9 +110,31 @@ lossy_finish() {
 	wait "${LOSSY_SPID[$name]}" 2>/dev/null || src=$?
 	_lossy_show "$TMPD/$name.server" "$name server"
 	_lossy_show "$TMPD/$name.client" "$name client"
+	[ "$crc" = 0 ] && [ "$src" = 0 ] || lossy_dump_net
 	[ "$crc" != 124 ] || fail "$name: the client was still running after LOSSY_TIMEOUT = $LOSSY_TIMEOUT s: killed (a hang, or far too slow; its progress is above)"
 	[ "$crc" = 0 ] || fail "$name: the client exited $crc (output above)"
 	[ "$src" = 0 ] || fail "$name: the server exited $src (output above)"
+}
+
+# lossy_dump_net: where packets may have died, after a failure: the UDP
+# counters of every host and instance namespace (socket buffers full, no
+# port), every fabric port's counters and the dropper's, and the fabric's
+# routes to the hosts
+lossy_dump_net() {
+	local ns p h
+	echo "----- network at the failure -----"
+	for ns in $(ip netns list | awk -v p="$TB_PFX" 'index($1, p) == 1 {print $1}'); do
+		echo "$ns: $(ip netns exec "$ns" nstat -az 2>/dev/null |
+			awk '$1 ~ /^Udp(InDatagrams|OutDatagrams|RcvbufErrors|SndbufErrors|NoPorts|InErrors)$/ {printf "%s=%s ", $1, $2}')"
+	done
+	for ((h = 1; h <= 2; h++)); do
+		for ((p = 0; p < TB_PATHS; p++)); do
+			echo "port h${h}p$p: dropper rx $(tb_stats "h${h}p$p" rx 2>/dev/null) tx $(tb_stats "h${h}p$p" tx 2>/dev/null);" \
+				"$(ip -n "$(tb_ns_fabric)" -s -o link show dev "h${h}p$p" 2>/dev/null | tr -s ' ' | cut -c1-400)"
+		done
+	done
+	ip -n "$(tb_ns_fabric)" route show 2>/dev/null | sed 's/^/fabric route: /'
+	echo "-----"
 }
 
 # lossy_since_start NAME: seconds from the client's STARTED to now (its

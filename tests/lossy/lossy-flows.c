@@ -191,6 +191,20 @@ static void no_completions(struct dp_conn *c, const char *what)
 		 what, efi_wc_status_str(wc.status), wc.wr_id);
 }
 
+/* On a failure of either side: how each QP's transport stood, and the
+ * context's drops no QP owns (what the other side's failure looked like
+ * from here matters as much as its own message). */
+static struct flow *fail_fl;
+static int fail_n;
+
+static void bulk_fail_hook(void)
+{
+	for (int q = 0; q < fail_n; q++)
+		lossy_print_counters("at-failure", fail_fl[q].c.qp);
+	if (fail_n)
+		lossy_print_context_counters("at-failure", fail_fl[0].c.qp->context);
+}
+
 void lossy_bulk(struct dp_side *s, const struct lossy_opts *o)
 {
 	struct dp_qp_cfg cfg = lossy_qp_cfg(o, o->window, o->size > 64 ? o->size : 64);
@@ -201,6 +215,9 @@ void lossy_bulk(struct dp_side *s, const struct lossy_opts *o)
 	dp_setup(s, conns, o->qps, &cfg);
 	for (int q = 0; q < o->qps; q++)
 		fl[q].c = conns[q];
+	fail_fl = fl;
+	fail_n = o->qps;
+	dp_fail_hook = bulk_fail_hook;
 	if (s->opts->server) {
 		dp_sync(s, "bulk done");
 		for (int q = 0; q < o->qps; q++) {
@@ -211,6 +228,8 @@ void lossy_bulk(struct dp_side *s, const struct lossy_opts *o)
 		bulk_client(s, o, fl, o->qps);
 		dp_sync(s, "bulk done");
 	}
+	dp_fail_hook = NULL;
+	fail_n = 0;
 	for (int q = 0; q < o->qps; q++)
 		dp_conn_destroy(&fl[q].c);
 	free(fl);

@@ -84,12 +84,14 @@ void lossy_print_counters(const char *who, struct efi_qp *qp)
 		return;	/* also called on the way out of a failure */
 	printf("COUNTERS %s qp %u: tx_packets=%" PRIu64 " rx_packets=%" PRIu64
 	       " retransmissions=%" PRIu64 " timeouts=%" PRIu64 " duplicates=%" PRIu64
-	       " seq_naks_sent=%" PRIu64 " rnr_naks_received=%" PRIu64 " drops=%" PRIu64
-	       " (out_of_window=%" PRIu64 " qp_state=%" PRIu64 ") tail_probes=%" PRIu64 " paths=%u\n",
+	       " seq_naks_sent=%" PRIu64 " seq_naks_received=%" PRIu64 " rnr_naks_received=%" PRIu64
+	       " drops=%" PRIu64 " (out_of_window=%" PRIu64 " qp_state=%" PRIu64 " bad_source=%" PRIu64
+	       " bad_key=%" PRIu64 ") fast_retransmits=%" PRIu64 " tail_probes=%" PRIu64 " paths=%u\n",
 	       who, qp->qp_num, c.tx_packets, c.rx_packets, c.retransmissions, c.timeouts,
-	       c.duplicates, c.seq_naks_sent, c.rnr_naks_received, c.drops,
+	       c.duplicates, c.seq_naks_sent, c.seq_naks_received, c.rnr_naks_received, c.drops,
 	       c.drop_reasons[EFI_DROP_OUT_OF_WINDOW], c.drop_reasons[EFI_DROP_QP_STATE],
-	       c.tail_probes, c.num_paths);
+	       c.drop_reasons[EFI_DROP_BAD_SOURCE], c.drop_reasons[EFI_DROP_BAD_KEY],
+	       c.fast_retransmits, c.tail_probes, c.num_paths);
 	/* how each path fared: which were avoided and how often */
 	for (unsigned i = 0; i < c.num_paths && i < EFI_COUNTERS_PATHS; i++)
 		printf("PATH %s qp %u path %u: %s rtt_min_us=%.1f srtt_us=%.1f cwnd=%.2f inflight=%" PRIu64
@@ -98,6 +100,19 @@ void lossy_print_counters(const char *who, struct efi_qp *qp)
 		       c.paths[i].rtt_min_ns / 1e3, c.paths[i].rtt_smoothed_ns / 1e3,
 		       c.paths[i].cwnd_milli / 1e3, c.paths[i].inflight, c.paths[i].retransmissions,
 		       c.paths[i].suspected, c.paths[i].restored);
+	fflush(stdout);
+}
+
+void lossy_print_context_counters(const char *who, struct efi_context *ctx)
+{
+	struct efi_counters c;
+
+	if (efi_query_context_counters(ctx, &c) != 0)
+		return;
+	printf("CONTEXT %s: rx_packets=%" PRIu64 " drops=%" PRIu64, who, c.rx_packets, c.drops);
+	for (int r = 0; r < EFI_DROP_REASON_COUNT; r++)
+		printf(" %d=%" PRIu64, r, c.drop_reasons[r]);
+	printf(" (enum efi_drop_reason)\n");
 	fflush(stdout);
 }
 

@@ -58,6 +58,8 @@ struct dp_qp_cfg lossy_qp_cfg(const struct lossy_opts *o, uint32_t wrs, size_t b
 
 /* Prints the QP's transport counters on one line (what recovery cost). */
 void lossy_print_counters(const char *who, struct efi_qp *qp);
+/* The context's counters, drops by reason included, on one line. */
+void lossy_print_context_counters(const char *who, struct efi_context *ctx);
 
 /* splitmix64, for schedules both sides derive from the seed alone. */
 uint64_t lossy_mix(uint64_t x);
