@@ -39,6 +39,9 @@
  * 65,536 QPs.  Block 0 comes with the context; qpn_blocks.c asks efid for
  * the others when the ones held are full. */
 #define EFI_MAX_BLOCKS		16u
+/* $EFI_ACK_DELAY_US: default and largest (below the 0.5 ms RTO floor). */
+#define EFI_ACK_DELAY_DEFAULT_US	20u
+#define EFI_ACK_DELAY_MAX_US		200u
 /* Lane L of the context holding QPN block S is bound to UDP port
  * port_base + L * EFI_LANE_STRIDE + S (efid's [Transport] Lanes). */
 #define EFI_LANE_STRIDE		4096u
@@ -207,6 +210,19 @@ struct efi_context_int {
 					 * (NULL: at its head): the QPs take turns at
 					 * going first */
 	bool busy;			/* a QP has unacknowledged or queued work */
+	/* efi_poll_cq is running the transport (ctx->lock): a receive it
+	 * completes may be answered by the application at once, so the ACK
+	 * of its message waits ack_delay_ns for that answer (xport.c) */
+	bool in_app_poll;
+	uint64_t ack_delay_ns;		/* $EFI_ACK_DELAY_US; 0: no ACK waits */
+	/* $EFI_ACK_PIGGYBACK=1 (default off): a held ACK rides on the
+	 * answer, and our ACKs say we read such requests
+	 * (docs/wire-format.md) */
+	bool pack;
+	/* The earliest time a held ACK must leave, 0 if none is held: the
+	 * progress thread sends it then if the application has not
+	 * (written under ctx->lock, read racily by progress.c) */
+	_Atomic uint64_t ack_deadline_ns;
 	size_t reorder_bytes;		/* what its QPs' reorder buffers hold (reorder.h) */
 	uint32_t next_qp_index;
 	uint32_t next_pd_handle, next_cq_handle;
@@ -484,6 +500,13 @@ struct efi_qp_int {
 	uint32_t acache_next;
 	struct efi_reorder reorder;	/* requests that arrived ahead of rcv_psn */
 	bool ack_now;			/* an early packet arrived: ACK (with SACK) without delay */
+	bool ack_hold_pending;		/* a receive completed in this run (responder.c) */
+	uint64_t ack_hold_ns;		/* the held ACK leaves by then; 0: none held (xport.c) */
+	bool peer_reads_pack;		/* the peer said it reads piggybacked ACKs (xport.c) */
+	/* xport.c → efi_req_build: the held ACK the next request may carry
+	 * (PACK), and whether one did */
+	const struct efi_respq_ent *pack_offer;
+	bool pack_taken;
 
 	struct efi_qp_int *next_active, *prev_active;	/* ctx->qp_list */
 

@@ -29,8 +29,8 @@ struct opcode_desc {
 };
 
 #define F_FL (EFI_PKT_F_FIRST | EFI_PKT_F_LAST)
-#define F_REQ EFI_PKT_F_ACKREQ
-#define F_SE (EFI_PKT_F_ACKREQ | EFI_PKT_F_SOLICITED)
+#define F_REQ (EFI_PKT_F_ACKREQ | EFI_PKT_F_ACKED)
+#define F_SE (EFI_PKT_F_ACKREQ | EFI_PKT_F_SOLICITED | EFI_PKT_F_ACKED)
 #define AETH_TSE EFI_HDR_AETH
 
 static const struct opcode_desc opcodes[EFI_OP_COUNT] = {
@@ -114,6 +114,8 @@ static void put64(uint8_t *p, uint64_t v)
 static size_t hdr_len_of(const struct opcode_desc *d, uint8_t flags)
 {
 	size_t len = EFI_BASE_HDR_LEN;
+	if (flags & EFI_PKT_F_ACKED)
+		len += EFI_PACK_LEN;
 	if (d->hdrs & EFI_HDR_RETH)
 		len += EFI_RETH_LEN;
 	if (d->hdrs & EFI_HDR_ATOMIC_ETH)
@@ -241,6 +243,17 @@ int efi_pkt_parse(const void *buf, size_t len, struct efi_pkt *out)
 		return -EBADMSG;
 	out->hdrs = d->hdrs;
 	off = EFI_BASE_HDR_LEN;
+	if (out->flags & EFI_PKT_F_ACKED) {
+		out->hdrs |= EFI_HDR_PACK;
+		out->pack.syndrome = b[off];
+		out->pack.msn = get24(b + off + 1);
+		out->pack.path = b[off + 4];
+		out->pack.psn = get24(b + off + 5);
+		out->pack.ts_echo = get64(b + off + 8);
+		if ((out->pack.syndrome & EFI_AETH_KIND_MASK) != EFI_AETH_ACK)
+			return -EBADMSG;
+		off += EFI_PACK_LEN;
+	}
 	if (d->hdrs & EFI_HDR_RETH) {
 		out->reth.va = get64(b + off);
 		out->reth.rkey = get32(b + off + 8);
@@ -300,6 +313,8 @@ size_t efi_pkt_build_hdr(void *buf, size_t cap, const struct efi_pkt *pkt)
 	if (!d || (pkt->flags & EFI_PKT_F_RESERVED))
 		return 0;
 	flags = (uint8_t)((pkt->flags & (EFI_PKT_F_SOLICITED | EFI_PKT_F_ACKREQ)) | d->implied);
+	if (pkt->hdrs & EFI_HDR_PACK)
+		flags |= EFI_PKT_F_ACKED;
 	if (pkt->opcode == EFI_OP_ACK && (pkt->hdrs & EFI_HDR_SACK))
 		flags |= EFI_PKT_F_SACK;
 	if (!flags_ok(d, flags))
@@ -307,6 +322,10 @@ size_t efi_pkt_build_hdr(void *buf, size_t cap, const struct efi_pkt *pkt)
 	if (pkt->dest_qpn > EFI_QPN_MASK || pkt->src_qpn > EFI_QPN_MASK || pkt->psn > EFI_PSN_MASK)
 		return 0;
 	if ((d->hdrs & EFI_HDR_RETH) && pkt->reth.dma_len > EFI_MAX_MSG_SIZE)
+		return 0;
+	if ((flags & EFI_PKT_F_ACKED) &&
+	    (pkt->pack.msn > EFI_MSN_MASK || pkt->pack.psn > EFI_PSN_MASK ||
+	     (pkt->pack.syndrome & EFI_AETH_KIND_MASK) != EFI_AETH_ACK))
 		return 0;
 	if ((d->hdrs & EFI_HDR_AETH) &&
 	    (pkt->aeth.msn > EFI_MSN_MASK || !syndrome_ok(pkt->opcode, pkt->aeth.syndrome)))
@@ -328,6 +347,12 @@ size_t efi_pkt_build_hdr(void *buf, size_t cap, const struct efi_pkt *pkt)
 	put64(b + 16, pkt->tx_ts);
 	put32(b + 24, pkt->conn_key);
 	off = EFI_BASE_HDR_LEN;
+	if (flags & EFI_PKT_F_ACKED) {
+		put32(b + off, (uint32_t)pkt->pack.syndrome << 24 | pkt->pack.msn);
+		put32(b + off + 4, (uint32_t)pkt->pack.path << 24 | pkt->pack.psn);
+		put64(b + off + 8, pkt->pack.ts_echo);
+		off += EFI_PACK_LEN;
+	}
 	if (d->hdrs & EFI_HDR_RETH) {
 		put64(b + off, pkt->reth.va);
 		put32(b + off + 8, pkt->reth.rkey);

@@ -26,6 +26,7 @@
 #define EFI_TSE_LEN		8
 #define EFI_SACK_LEN		40
 #define EFI_ATOMIC_ACK_ETH_LEN	8
+#define EFI_PACK_LEN		16	/* a request's piggybacked ACK (EFI_PKT_F_ACKED) */
 /* The largest header any data-carrying request packet has (WRITE_ONLY_IMM:
  * base + RETH + ImmDt); segmentation sizes payloads so that every packet of a
  * message fits the link MTU with it. */
@@ -78,7 +79,11 @@ enum efi_pkt_flag {
 	EFI_PKT_F_LAST		= 1u << 3,
 	EFI_PKT_F_IMM		= 1u << 4,
 	EFI_PKT_F_SACK		= 1u << 5,
-	EFI_PKT_F_RESERVED	= 0xc0u,
+	/* A request that also acknowledges the peer's requests: the PACK
+	 * header follows the base header.  Sent only to a peer that said it
+	 * reads it (EFI_AETH_CREDITS_PACK in its ACKs). */
+	EFI_PKT_F_ACKED		= 1u << 6,
+	EFI_PKT_F_RESERVED	= 0x80u,
 };
 
 /* Which extension headers a packet carries (struct efi_pkt.hdrs). */
@@ -89,6 +94,7 @@ enum efi_pkt_hdr {
 	EFI_HDR_AETH		= 1u << 3,	/* always with the TSE */
 	EFI_HDR_SACK		= 1u << 4,
 	EFI_HDR_ATOMIC_ACK_ETH	= 1u << 5,
+	EFI_HDR_PACK		= 1u << 6,	/* with EFI_PKT_F_ACKED */
 };
 
 /* AETH syndrome (IBTA encoding): top 3 bits the kind, low 5 bits its value. */
@@ -107,6 +113,9 @@ enum efi_nak_code {
 	EFI_NAK_CODE_MAX	= EFI_NAK_REM_OP,
 };
 #define EFI_AETH_CREDITS_NONE	0x1fu
+/* A positive ACK's value saying "no credits, and I read piggybacked ACKs"
+ * (EFI_PKT_F_ACKED): an older receiver takes it as any ACK. */
+#define EFI_AETH_CREDITS_PACK	0x1eu
 #define EFI_MSN_MASK		UINT32_C(0xffffff)
 
 /* A decoded packet, host byte order.  Fields of headers the packet does not
@@ -149,6 +158,15 @@ struct efi_pkt {
 		uint8_t bitmap[EFI_SACK_MAX_BITS / 8];	/* bit i = byte i/8, 1 << (i%8) */
 	} sack;
 	uint64_t atomic_orig;
+	/* PACK (EFI_HDR_PACK): the acknowledgement a request carries, read
+	 * as an ACK packet with these fields would be */
+	struct {
+		uint8_t syndrome;	/* a positive ACK */
+		uint32_t msn;		/* 24 bits */
+		uint8_t path;		/* the path byte of the request it echoes */
+		uint32_t psn;		/* 24 bits: the last PSN acknowledged */
+		uint64_t ts_echo;
+	} pack;
 	/* Parse results: where the payload starts in the buffer and its length;
 	 * hdr_len = bytes of headers. */
 	const uint8_t *payload;
@@ -170,7 +188,8 @@ size_t efi_pkt_hdr_len(uint8_t opcode, uint8_t flags);
 
 /* Writes the headers of pkt (opcode, flags, QPNs, PSN, timestamp and the
  * extension headers its opcode needs) at buf; the caller appends the payload.
- * FIRST/LAST/IMM flags are derived from the opcode and SACK from
+ * FIRST/LAST/IMM flags are derived from the opcode, ACKED from
+ * pkt->hdrs & EFI_HDR_PACK on a request, and SACK from
  * pkt->hdrs & EFI_HDR_SACK on an ACK, whatever pkt->flags says; pkt->hdrs is
  * otherwise ignored.  Returns the header length, or 0 if the opcode is
  * unknown, a field does not fit its wire width (QPN/PSN/MSN > 24 bits,

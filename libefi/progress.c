@@ -47,6 +47,8 @@
  * application served itself one nap ignores the wire. */
 #define APP_GRACE_NS	(15ull * 1000)
 #define APP_TAKES_STREAK 4
+/* The shortest nap before a held ACK's deadline: no spinning on it. */
+#define ACK_NAP_MIN_NS	(2ull * 1000)
 #define BUSY_TICK_NS	(1000ull * 1000)
 /* After a run that handled datagrams the thread looks at the wire again
  * for this long before it sleeps: in a stream the next datagrams come
@@ -120,10 +122,29 @@ static void *progress_main(void *arg)
 
 		if (app_polling(ctx)) {
 			bool watch = app_took < APP_TAKES_STREAK;
-			if (!nap(ctx, watch, APP_BACKOFF_NS, &wire_ready))
+			uint64_t held = atomic_load_explicit(&ctx->ack_deadline_ns, memory_order_relaxed);
+			uint64_t now = held ? efi_now_ns() : 0;
+
+			/* An ACK held for the application's answer
+			 * (xport.c) leaves by its deadline even if the
+			 * application stopped polling right after taking
+			 * the completion. */
+			tick = APP_BACKOFF_NS;
+			if (held)
+				tick = held > now + ACK_NAP_MIN_NS ? held - now : ACK_NAP_MIN_NS;
+			if (tick > APP_BACKOFF_NS)
+				tick = APP_BACKOFF_NS;
+			if (!nap(ctx, watch, tick, &wire_ready))
 				break;
 			if (!watch)
 				app_took--; /* watch again after this nap */
+			if (held && !wire_ready && !atomic_load(&ctx->stopping) &&
+			    atomic_load_explicit(&ctx->ack_deadline_ns, memory_order_relaxed) == held &&
+			    efi_now_ns() >= held && pthread_mutex_trylock(&ctx->lock) == 0) {
+				efi_xport_run(ctx);
+				pthread_mutex_unlock(&ctx->lock);
+				continue;
+			}
 			if (!wire_ready || atomic_load(&ctx->stopping))
 				continue;
 			if (app_takes_datagram(ctx)) {
@@ -141,6 +162,14 @@ static void *progress_main(void *arg)
 		 * changes how long this sleep lasts.  Datagrams the wire holds
 		 * beyond the last batch do not wake a sleeper: no sleep then. */
 		tick = __atomic_load_n(&ctx->busy, __ATOMIC_RELAXED) ? BUSY_TICK_NS : IDLE_TICK_NS;
+		{
+			/* a held ACK leaves by its deadline (xport.c) */
+			uint64_t held = atomic_load_explicit(&ctx->ack_deadline_ns, memory_order_relaxed);
+			uint64_t now = held ? efi_now_ns() : 0;
+
+			if (held && held < now + tick)
+				tick = held > now + ACK_NAP_MIN_NS ? held - now : ACK_NAP_MIN_NS;
+		}
 		if (efi_now_ns() < spin_until && !efi_wire_pending(ctx->wire)) {
 			struct pollfd pfd = { .fd = efi_wire_fd(ctx->wire), .events = POLLIN };
 			if (poll(&pfd, 1, 0) <= 0)

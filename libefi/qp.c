@@ -246,6 +246,10 @@ static void qp_reset(struct efi_qp_int *qp)
 	qp->rnr_wait = false;
 	qp->retries = qp->stalls = 0;
 	qp->peer_alive = false;
+	/* a new peer may not read piggybacked ACKs: it says so again */
+	qp->peer_reads_pack = false;
+	qp->ack_hold_ns = 0;
+	qp->ack_hold_pending = false;
 	qp->gap_nak_valid = false;
 	qp->pkts_since_ackreq = 0;
 	qp->msn = 0;

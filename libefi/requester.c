@@ -760,6 +760,21 @@ size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, struct efi_wire_pkt *w
 	}
 	if (h.flags & EFI_PKT_F_ACKREQ)
 		qp->pkts_since_ackreq = 0;
+	/* The held ACK rides along (xport.c) if the packet still fits the
+	 * segment the link was sized for with it. */
+	if (qp->pack_offer &&
+	    efi_pkt_hdr_len(h.opcode, h.flags | EFI_PKT_F_ACKED) + plen <= EFI_MAX_DATA_HDR_LEN + qp->seg) {
+		const struct efi_respq_ent *e = qp->pack_offer;
+
+		h.hdrs |= EFI_HDR_PACK;
+		h.pack.syndrome = e->syndrome;
+		h.pack.msn = e->msn;
+		h.pack.path = e->path;
+		h.pack.psn = e->psn;
+		h.pack.ts_echo = e->ts_echo;
+		qp->pack_offer = NULL;
+		qp->pack_taken = true;
+	}
 	hl = efi_pkt_build_hdr(buf, EFI_PKTBUF_SIZE, &h);
 	if (!hl)
 		return 0;

@@ -107,6 +107,10 @@ static void recv_complete(struct efi_qp_int *qp, const struct efi_pkt *pkt, enum
 		qp->srq_wqe_held = false;
 	else
 		qp->rq_head = (qp->rq_head + 1) & qp->rq_mask;
+	/* the application may answer this message at once: its ACK can
+	 * wait a moment to leave behind the answer (xport.c) */
+	if (st == EFI_WC_SUCCESS)
+		qp->ack_hold_pending = true;
 	efi_cq_push((struct efi_cq_int *)qp->pub.recv_cq, &wc, pkt->flags & EFI_PKT_F_SOLICITED);
 }
 
@@ -507,6 +511,9 @@ size_t efi_resp_build(struct efi_qp_int *qp, struct efi_respq_ent *e, struct efi
 	case RESPQ_ACK:
 		h.opcode = EFI_OP_ACK;
 		h.aeth.syndrome = e->syndrome;
+		/* our plain ACKs tell the peer we read piggybacked ones */
+		if (e->syndrome == (EFI_AETH_ACK | EFI_AETH_CREDITS_NONE) && qp->ctx->pack)
+			h.aeth.syndrome = EFI_AETH_ACK | EFI_AETH_CREDITS_PACK;
 		/* What is held beyond the hole, as of now. */
 		if (e->syndrome == (EFI_AETH_ACK | EFI_AETH_CREDITS_NONE))
 			efi_reorder_sack(&qp->reorder, qp->rcv_psn, &h);
