@@ -174,7 +174,11 @@ void efi_cq_push(struct efi_cq_int *cq, const struct efi_wc *wc, bool solicited)
 {
 	pthread_mutex_lock(&cq->lock);
 	if (((cq->tail + 1) & cq->mask) == (cq->head & cq->mask)) {
-		cq->overflows++;	/* verbs would raise a CQ error event */
+		/* never silent: a lost completion leaves its consumer waiting
+		 * forever (a hang, not an error); the transport fails the
+		 * CQ's QPs and efi_poll_cq reports it */
+		cq->overflows++;
+		atomic_store_explicit(&cq->overflowed, true, memory_order_relaxed);
 	} else {
 		cq->ring[cq->tail & cq->mask] = *wc;
 		cq->tail = (cq->tail + 1) & cq->mask;
@@ -211,6 +215,9 @@ int efi_poll_cq(struct efi_cq *pub, int num_entries, struct efi_wc *wc)
 		cq->head = (cq->head + 1) & cq->mask;
 	}
 	pthread_mutex_unlock(&cq->lock);
+	/* what the ring held first, then the error, for good */
+	if (!n && num_entries && atomic_load_explicit(&cq->overflowed, memory_order_relaxed))
+		return -EOVERFLOW;
 	return n;
 }
 

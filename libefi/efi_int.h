@@ -304,6 +304,10 @@ struct efi_cq_int {
 	uint32_t mask;			/* ring size − 1 */
 	uint32_t head, tail;		/* consumer / producer */
 	uint64_t overflows;
+	/* A completion found the ring full and was lost: the CQ is in error
+	 * (efi_poll_cq says -EOVERFLOW) and its QPs go to ERR, as a verbs CQ
+	 * error would take them (read racily by the transport: it sets once) */
+	_Atomic bool overflowed;
 	int armed;			/* 0, 1 = any, 2 = solicited only */
 	unsigned events_got, events_acked;
 	_Atomic int users;		/* QPs */

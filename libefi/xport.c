@@ -31,6 +31,11 @@ static bool from_peer_lane(const struct efi_qp_int *qp, const struct sockaddr_in
 	return (port - lane0) % EFI_LANE_STRIDE == 0 && (port - lane0) / EFI_LANE_STRIDE < EFI_WIRE_MAX_LANES;
 }
 
+static bool cq_lost(const struct efi_cq *cq)
+{
+	return cq && atomic_load_explicit(&((const struct efi_cq_int *)cq)->overflowed, memory_order_relaxed);
+}
+
 /* The ACK a request carries (PACK), as the ACK packet it stands for. */
 static void pack_as_ack(const struct efi_pkt *req, struct efi_pkt *ack)
 {
@@ -357,6 +362,12 @@ int efi_xport_run(struct efi_context_int *ctx)
 	for (int pass = 0; pass < 2; pass++) {
 		for (struct efi_qp_int *qp = pass ? ctx->qp_list : first; qp && !(pass && qp == first);
 		     qp = qp->next_active) {
+			/* a CQ of its lost a completion: the QP fails, loudly
+			 * (its peer sees it too), rather than leave someone
+			 * waiting for what never comes */
+			if (qp->attr.qp_state != EFI_QPS_ERR && qp->attr.qp_state != EFI_QPS_RESET &&
+			    (cq_lost(qp->pub.send_cq) || cq_lost(qp->pub.recv_cq)))
+				efi_qp_to_error(qp);
 			efi_req_timers(qp, now);
 			if (qp->ack_hold_pending) {
 				/* only the application's own poll holds an

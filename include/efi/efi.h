@@ -360,7 +360,10 @@ struct efi_wc {
 /* Takes up to num_entries completions off the CQ into wc[], oldest first, and
  * runs the transport of the CQ's QPs in the calling thread first.  Never
  * waits.  Returns the number taken (0 if none), or a negative value (-EINVAL:
- * num_entries < 0 or NULL wc with num_entries > 0). */
+ * num_entries < 0 or NULL wc with num_entries > 0; -EOVERFLOW, once the
+ * completions it still held are taken: more completions came than the CQ
+ * has room for and some were lost, so every QP using it has been moved to
+ * the error state — size CQs for the work requests of all their QPs). */
 int efi_poll_cq(struct efi_cq *cq, int num_entries, struct efi_wc *wc);
 
 /* Arms the CQ: the next completion added to it (with solicited_only, the next

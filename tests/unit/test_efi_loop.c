@@ -738,6 +738,59 @@ START_TEST(test_piggybacked_acks)
 }
 END_TEST
 
+/* More completions than the CQ holds: the lost one is never silent
+ * (issue 20's hang was "nothing arriving, no error").  The CQ gives what it
+ * held, then -EOVERFLOW for good, and its QP is in the error state. */
+START_TEST(test_cq_overflow_is_loud)
+{
+	struct tpair t;
+	uint8_t src[64];
+	struct efi_wc wc[64];
+	struct efi_qp_attr qa;
+	struct efi_qp_init_attr qia;
+	struct efi_cq *small;
+	int n = 0, r;
+
+	tpair_open(&t, 1500, NULL);
+	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
+	struct efi_mr *ms = reg(t.pd[0], src, sizeof(src));
+	/* a second QP on side 0 whose send CQ has room for 3 */
+	small = efi_create_cq(t.ctx[0], 3, NULL, NULL, 0);
+	ck_assert_ptr_nonnull(small);
+	struct efi_qp_init_attr ia = { .send_cq = small, .recv_cq = t.cq[0], .cap = default_cap,
+				       .qp_type = EFI_QPT_RC };
+	struct efi_qp *q = efi_create_qp(t.pd[0], &ia);
+	ck_assert_ptr_nonnull(q);
+	{
+		union efi_gid g;
+		tgid_v4(&g, 10, 0, 0, 2);
+		/* side 1's QP is connected to another QP: it drops these */
+		ck_assert_int_eq(tqp_to_rts(q, t.qp[1]->qp_num, &g, 1, 1, 7, 1, 8 /* ~1 ms */, 1,
+					    EFI_MTU_1024), 0);
+	}
+	for (int i = 0; i < 2 * small->cqe + 2; i++)
+		ck_assert_int_eq(post1(q, EFI_WR_RDMA_WRITE, (uint64_t)i, src, 8, ms, (uintptr_t)src, ms->rkey, 0), 0);
+	/* the Writes get no answer: the first fails with RETRY_EXC, the rest
+	 * are flushed, each with a completion, more than the ring holds */
+	for (int tries = 0; tries < 20000; tries++) {
+		r = efi_poll_cq(small, 64, wc);
+		if (r < 0)
+			break;
+		n += r;
+		usleep(1000);
+	}
+	ck_assert_int_eq(r, -EOVERFLOW);
+	ck_assert_int_le(n, small->cqe);
+	ck_assert_int_eq(efi_poll_cq(small, 64, wc), -EOVERFLOW);
+	ck_assert_int_eq(efi_query_qp(q, &qa, EFI_QP_STATE, &qia), 0);
+	ck_assert_int_eq(qa.qp_state, EFI_QPS_ERR);
+	ck_assert_int_eq(efi_destroy_qp(q), 0);
+	ck_assert_int_eq(efi_destroy_cq(small), 0);
+	efi_dereg_mr(ms);
+	tpair_close(&t);
+}
+END_TEST
+
 /* The peer stops answering: RETRY_EXC_ERR after timeout × retry_cnt, not a hang. */
 START_TEST(test_retry_exceeded)
 {
@@ -851,6 +904,7 @@ static Suite *suite(void)
 	ADD(test_rkey_violation);
 	ADD(test_loc_len_err);
 	ADD(test_piggybacked_acks);
+	ADD(test_cq_overflow_is_loud);
 	ADD(test_retry_exceeded);
 	ADD(test_flush);
 	ADD(test_events);
