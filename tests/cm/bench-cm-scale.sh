@@ -44,7 +44,7 @@ many_wait cli 120000 '^ready'
 log "kept: $(grep '^ready' "$TMPD/cli.out")"
 log "server: $(grep '^ready' "$TMPD/srv.out")"
 many_cmd cli quit
-many_cmd srv quit
 wait "${MANY_PID[cli]}"
+many_cmd srv quit
 wait "${MANY_PID[srv]}"
 log "done"

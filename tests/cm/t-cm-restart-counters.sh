@@ -50,8 +50,9 @@ for sig in TERM KILL; do
 	assert_match "path 0" "$(cat "$TMPD/status.txt")" "efictl status after the SIG$sig restart"
 	assert_eq 0 "$(jq_status '.strays | length')" "strays after the SIG$sig restart"
 done
+# the client first: a server that quit first would end its connections
 many_cmd cli quit
+wait "${MANY_PID[cli]}" || fail "the client exited $?: $(cat "$TMPD/cli.out")"
 many_cmd srv quit
-wait "${MANY_PID[cli]}" || fail "the client exited $?"
-wait "${MANY_PID[srv]}" || fail "the server exited $?"
+wait "${MANY_PID[srv]}" || fail "the server exited $?: $(cat "$TMPD/srv.out")"
 log "done"

@@ -72,8 +72,9 @@ for sig in TERM KILL; do
 	traffic
 	log "SIG$sig: status answers, no stray, $N connections taken up and carrying messages"
 done
+# the client first: a server that quit first would end its connections
 cmd cli quit
+wait "${PID[cli]}" || fail "the client exited $?: $(cat "$TMPD/cli.out")"
 cmd srv quit
-wait "${PID[cli]}" || fail "the client exited $?"
-wait "${PID[srv]}" || fail "the server exited $?"
+wait "${PID[srv]}" || fail "the server exited $?: $(cat "$TMPD/srv.out")"
 log "done"
