@@ -522,7 +522,10 @@ struct efi_qp {
  * read 0 and efi_post_recv fails.  Returns the QP, or NULL with errno:
  * EINVAL (qp_type not EFI_QPT_RC, send_cq or recv_cq NULL or of another
  * context, an srq of another context, a cap above the device limits),
- * ENOSPC (no QP number left and efid refused another block), ENOMEM. */
+ * ENOSPC (no QP number left and efid refused another block: a context
+ * holds at most 16 blocks of 4096), EAGAIN (every block held is full and
+ * efid, restarting, cannot give another yet), EDQUOT (the instance's
+ * [Limits] MaxQPs), ENODEV (the interface was detached), ENOMEM. */
 struct efi_qp *efi_create_qp(struct efi_pd *pd, struct efi_qp_init_attr *init_attr);
 
 /* Destroys a QP.  Work requests still outstanding complete with
