@@ -310,7 +310,10 @@ static int query_port(struct ibv_context *context, uint8_t port_num,
 	a.max_mtu = (enum ibv_mtu)e.max_mtu;
 	a.active_mtu = (enum ibv_mtu)e.active_mtu;
 	a.gid_tbl_len = e.gid_tbl_len;
-	a.port_cap_flags = e.port_cap_flags;
+	/* As a RoCE port says (rxe, mlx5): its GIDs are the interface's IP
+	 * addresses, and connections can be set up through a connection
+	 * manager (efid's, and librdmacm's API through libefi-rdmacm). */
+	a.port_cap_flags = e.port_cap_flags | IBV_PORT_IP_BASED_GIDS | IBV_PORT_CM_SUP;
 	a.max_msg_sz = e.max_msg_sz;
 	a.pkey_tbl_len = 1;
 	a.max_vl_num = 1;

@@ -221,6 +221,8 @@ int main(int argc, char **argv)
 	check(ibv_query_port(ctx, 1, &port) == 0 && port.state == IBV_PORT_ACTIVE &&
 	      port.link_layer == IBV_LINK_LAYER_ETHERNET && port.active_mtu >= IBV_MTU_1024 &&
 	      port.gid_tbl_len >= 1, "port 1: active, Ethernet, MTU, GIDs");
+	check((port.port_cap_flags & (IBV_PORT_IP_BASED_GIDS | IBV_PORT_CM_SUP)) ==
+	      (IBV_PORT_IP_BASED_GIDS | IBV_PORT_CM_SUP), "port 1: IP-based GIDs, CM supported (as RoCE)");
 	check(ibv_query_port(ctx, 2, &port) != 0, "port 2 does not exist");
 	check(ibv_query_gid(ctx, 1, 0, &gid) == 0 && !memcmp(&gid, &want, sizeof(gid)),
 	      "GID 0 is the interface's address (IPv4-mapped)");
