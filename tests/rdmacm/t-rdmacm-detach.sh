@@ -18,6 +18,12 @@ rcm_topology two
 ra() { in_a "$EFI_RUN" "$@"; }
 rb() { in_b "$EFI_RUN" "$@"; }
 
+# b_has_efi0 JQ-FILTER: B's efi0 is listed by its efid and matches
+b_has_efi0() {
+	rcm_ctl b --json status "$B" 2>/dev/null |
+		jq -e "[.instances[]?.interfaces[]? | select(.name == \"efi0\") | select($1)] | length > 0" >/dev/null
+}
+
 PORT=7420
 for round in 1 2 3; do
 	log "round $round: connect, then detach $B's efi0 under the connection"
@@ -40,7 +46,11 @@ for round in 1 2 3; do
 	vmatch '^event RDMA_CM_EVENT_DEVICE_REMOVAL status 0' "$(cat "$TMPD/c.out")" "the client's DEVICE_REMOVAL"
 	vmatch '^disconnected' "$(cat "$TMPD/s.out")" "the server's DISCONNECTED"
 	[ $round = 3 ] && break
+	# a detach finishes after its answer ("detaching"): attach again
+	# once efid lists no efi0 in B, and use it once it is attached
+	wait_for 10000 "efi0 gone from $B" not b_has_efi0 '.'
 	assert_exit 0 rcm_ctl b attach "$B" --name efi0 --address "$IP_B/24" --uplink "$BR"
+	wait_for 10000 "efi0 attached in $B" b_has_efi0 '.state == "attached"'
 	settle "$B"
 	wait_for 5000 "ping $B -> $A" ip netns exec "$B" ping -c 1 -W 1 "$IP_A"
 	PORT=$((PORT + 1))
