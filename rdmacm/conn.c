@@ -192,7 +192,7 @@ RCM_EXPORT int rdma_connect(struct rdma_cm_id *cm_id, struct rdma_conn_param *co
 	id->state = RCM_CONNECTING;
 out:
 	pthread_mutex_unlock(&id->ch->lock);
-	return ret;
+	return rcm_sync_after(id, ret);
 }
 
 RCM_EXPORT int rdma_accept(struct rdma_cm_id *cm_id, struct rdma_conn_param *conn_param)
@@ -229,7 +229,7 @@ RCM_EXPORT int rdma_accept(struct rdma_cm_id *cm_id, struct rdma_conn_param *con
 	id->state = RCM_ACCEPTED;
 out:
 	pthread_mutex_unlock(&id->ch->lock);
-	return ret;
+	return rcm_sync_after(id, ret);
 }
 
 RCM_EXPORT int rdma_reject(struct rdma_cm_id *cm_id, const void *private_data, uint8_t private_data_len)
@@ -265,6 +265,7 @@ static void disconnected(struct rcm_id *id)
 	if (!e)
 		return;
 	id->disconnect_sent = 1;
+	id->disc_queued = 1;
 	rcm_queue(id->ch, e);
 	rcm_timewait_start(id);
 }
@@ -293,7 +294,7 @@ static void device_removed(struct rcm_id *id)
 RCM_EXPORT int rdma_disconnect(struct rdma_cm_id *cm_id)
 {
 	struct rcm_id *id = rcm_id(cm_id);
-	int ret = 0, e;
+	int ret = 0, e, wait;
 
 	if (!cm_id)
 		return rcm_err(EINVAL);
@@ -315,8 +316,11 @@ RCM_EXPORT int rdma_disconnect(struct rdma_cm_id *cm_id)
 	default:
 		ret = rcm_err(EINVAL);
 	}
+	/* synchronous: the DISCONNECTED, unless the program has it already
+	 * (or the connection ended otherwise: reject, removal) */
+	wait = ret == 0 && id->sync && id->disc_queued && !id->disc_taken;
 	pthread_mutex_unlock(&id->ch->lock);
-	return ret;
+	return wait ? rcm_sync_complete(id) : ret;
 }
 
 static void conn_request(struct rcm_src *src, const struct efi_cm_event *ev)

@@ -34,6 +34,7 @@ struct rcm_id *rcm_id_new(struct rcm_channel *ch, void *context, enum rdma_port_
 
 void rcm_id_free(struct rcm_id *id)
 {
+	free(id->qp_init);
 	free(id->id.route.path_rec);
 	free(id);
 }
@@ -42,18 +43,27 @@ RCM_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm
 			      void *context, enum rdma_port_space ps)
 {
 	struct rcm_id *r;
+	int sync = 0;
 
 	if (!id)
 		return rcm_err(EINVAL);
-	/* a NULL channel means a synchronous id (rdma_create_ep's): not yet */
-	if (!channel)
-		return rcm_err(ENOSYS);
 	/* EFI gives reliable connected QPs only: no UD, no IPoIB */
 	if (ps != RDMA_PS_TCP)
 		return rcm_err(EOPNOTSUPP);
+	/* a NULL channel: a synchronous id, with a channel of its own */
+	if (!channel) {
+		channel = rdma_create_event_channel();
+		if (!channel)
+			return -1;
+		sync = 1;
+	}
 	r = rcm_id_new(rcm_channel(channel), context, ps);
-	if (!r)
+	if (!r) {
+		if (sync)
+			rdma_destroy_event_channel(channel);
 		return -1;
+	}
+	r->sync = r->own_channel = sync;
 	*id = &r->id;
 	return 0;
 }
@@ -63,9 +73,15 @@ RCM_EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
 	struct rcm_id *id = rcm_id(cm_id);
 	struct rcm_channel *ch;
 	struct rcm_event **pp, *e;
+	int own;
 
 	if (!cm_id)
 		return rcm_err(EINVAL);
+	/* a synchronous id's last event is the library's to ack */
+	if (id->sync && cm_id->event) {
+		rdma_ack_cm_event(cm_id->event);
+		cm_id->event = NULL;
+	}
 	ch = id->ch;
 	pthread_mutex_lock(&ch->lock);
 	/* events queued for it are dropped, and the requests a listener
@@ -102,7 +118,10 @@ RCM_EXPORT int rdma_destroy_id(struct rdma_cm_id *cm_id)
 	while (id->events_out > 0)
 		pthread_cond_wait(&ch->acked, &ch->lock);
 	pthread_mutex_unlock(&ch->lock);
+	own = id->own_channel;
 	rcm_id_free(id);
+	if (own)
+		rdma_destroy_event_channel(&ch->ch);
 	return 0;
 }
 
@@ -218,7 +237,7 @@ RCM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *cm_id, struct sockaddr *src_
 	}
 	pthread_mutex_unlock(&id->ch->lock);
 	free(e);
-	return ret;
+	return rcm_sync_after(id, ret);
 }
 
 static void gid_of(const struct sockaddr *a, union ibv_gid *g)
@@ -269,7 +288,7 @@ RCM_EXPORT int rdma_resolve_route(struct rdma_cm_id *cm_id, int timeout_ms)
 	}
 	pthread_mutex_unlock(&id->ch->lock);
 	free(e);
-	return ret;
+	return rcm_sync_after(id, ret);
 }
 
 RCM_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)

@@ -111,6 +111,12 @@ struct rcm_id {
 	uint8_t req[EFI_CM_PRIVATE_DATA_MAX];
 	size_t req_len;
 	uint64_t connect_deadline_ms;	/* CLOCK_MONOTONIC */
+	/* synchronous (sync.c): the channel is the id's own; every call
+	 * that makes an event waits for it */
+	int sync, own_channel;
+	int disc_queued, disc_taken;	/* its DISCONNECTED: queued / taken */
+	struct ibv_qp_init_attr *qp_init; /* rdma_create_ep's, for requests */
+	struct ibv_pd *qp_pd;
 	/* after DISCONNECTED: TIMEWAIT_EXIT is due then (timewait.c) */
 	uint64_t timewait_at_ms;	/* CLOCK_MONOTONIC */
 	struct rcm_id *tw_next;		/* in the channel's tw_head list */
@@ -181,6 +187,13 @@ void rcm_timewait_start(struct rcm_id *id);
 void rcm_timewait_cancel(struct rcm_id *id);
 /* Queues the TIMEWAIT_EXIT events that are due. */
 void rcm_timewait_expire(struct rcm_channel *ch);
+
+/* sync.c: for a synchronous id, waits for the event of the call that just
+ * succeeded, keeps it in id->id.event and returns 0, or -1 with errno from
+ * its status.  rcm_sync_after returns ret as it is unless the id is
+ * synchronous and ret is 0.  Called without the lock. */
+int rcm_sync_complete(struct rcm_id *id);
+int rcm_sync_after(struct rcm_id *id, int ret);
 
 /* conn.c: an efi_cm event into rdma_cm events (the channel lock held). */
 void rcm_translate(struct rcm_src *src, const struct efi_cm_event *ev);

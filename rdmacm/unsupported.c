@@ -16,30 +16,6 @@
 
 #include "rdmacm/rdmacm_int.h"
 
-/* Synchronous ids (NULL channel) come first: rdma_create_ep builds on them. */
-RCM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
-			      struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
-{
-	(void)id, (void)res, (void)pd, (void)qp_init_attr;
-	return rcm_err(ENOSYS);
-}
-
-/* As librdmacm's: the id's QP, then the id (its SRQ and private channel
- * cannot exist here).  Works on any id, as librdmacm's does. */
-RCM_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
-{
-	if (!id)
-		return;
-	rdma_destroy_qp(id);
-	rdma_destroy_id(id);
-}
-
-RCM_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
-{
-	(void)listen, (void)id;
-	return rcm_err(ENOSYS);
-}
-
 RCM_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 {
 	(void)id, (void)attr;
