@@ -16,8 +16,9 @@
 dp_init ki
 : "${EFI_CNI:=$top_builddir/cni/efi-cni}"
 [ -x "$EFI_CNI" ] || fail "efi-cni not built at $EFI_CNI"
-command -v unshare >/dev/null && command -v nsenter >/dev/null ||
+if ! command -v unshare >/dev/null || ! command -v nsenter >/dev/null; then
 	skip "unshare and nsenter (util-linux) are needed"
+fi
 
 BR=${PFX}br
 A=${PFX}a
@@ -176,8 +177,9 @@ src=0
 [ "$crc" = 0 ] || { sleep 1; pid_running "$spid" && kill "$spid"; }
 wait "$spid" || src=$?
 cat "$TMPD/perf.cout"
-[ "$crc" = 0 ] && [ "$src" = 0 ] ||
+if [ "$crc" != 0 ] || [ "$src" != 0 ]; then
 	fail "efi-perf: client $crc, server $src: $(cat "$TMPD/perf.cerr" "$TMPD/perf.serr")"
+fi
 awk '$1 == 64 && $2 == 2000 {found = 1} END {exit !found}' "$TMPD/perf.cout" ||
 	fail "efi-perf: no row for 64 bytes x 2000"
 
@@ -187,7 +189,7 @@ assert_eq "" "$OUT" "DEL prints nothing"
 cni_ok DEL "$CID_B" "$NS_B" eth1
 assert_eq "" "$(efid_iface "$A" eth1)$(efid_iface "$INST_B" eth1)" "efid keeps no interface"
 assert_eq "" "$(ls "$PATHS")" "efid let go of pod B's namespace"
-assert_eq "" "$(ls "$DATA/efinet" | grep -v '^lock$')" "no allocation or record is left"
+assert_eq "" "$(find "$DATA/efinet" -mindepth 1 ! -name lock)" "no allocation or record is left"
 in_pod_b ip link show eth1 >/dev/null 2>&1 && fail "eth1 is still in pod B"
 cni_ok DEL "$CID_A" "$NS_A" eth1
 cni_ok DEL "$CID_B" "$NS_B" eth1
@@ -244,7 +246,7 @@ cni_ok DEL "$CID_A" "$NS_A" eth1
 cni_ok DEL "$CID_A" - eth1
 assert_eq "" "$(efid_iface "$A" eth1)" "the interface is gone from efid"
 no_host_devices || fail "host devices left: $(host_efi_devices)"
-assert_eq "" "$(ls "$DATA/efinet" | grep -v '^lock$')" "no allocation or record is left"
+assert_eq "" "$(find "$DATA/efinet" -mindepth 1 ! -name lock)" "no allocation or record is left"
 
 log "VERSION"
 cni_ok VERSION - - - '{"cniVersion": "1.0.0"}'
@@ -277,7 +279,7 @@ cni_err 11 DEL "$CID_A" - eth1 "$(conf ".efidSocket = \"$TMPD/none.sock\"")"
 assert_eq "" "$(ctl_on main --json list | jq -c '[.instances[]?.interfaces[]?]' | grep -v '^\[\]$')" \
 	"no failed request left an interface"
 assert_eq "" "$(ls "$PATHS")" "no failed request left a namespace record"
-assert_eq "" "$(ls "$DATA/efinet" | grep -v '^lock$')" "no failed request left an allocation"
+assert_eq "" "$(find "$DATA/efinet" -mindepth 1 ! -name lock)" "no failed request left an allocation"
 
 log "a member of [Control] Group= may attach, but not to a namespace by its path"
 if command -v setpriv >/dev/null && command -v useradd >/dev/null; then
