@@ -32,7 +32,9 @@
  * each of 65,536 QPs takes minutes).  With --start-at T (CLOCK_REALTIME seconds) the client begins connecting
  * no earlier than T, so that several clients started together connect at
  * the same time.  With --hold FILE the process creates FILE once connected and waits until
- * it is removed before tearing down (the test reads efid's tables then).
+ * it is removed before tearing down (the test reads efid's tables then);
+ * with --hold-destroyed FILE the same once every QP is destroyed, before
+ * the device is closed.
  * Exit 0 on success; 1 with a message on stderr otherwise.
  */
 #define _GNU_SOURCE /* accept4 */
@@ -254,6 +256,22 @@ static void connect_qp(struct side *s, unsigned i, const union efi_gid *gid, con
 	      "RTS #%u", i);
 }
 
+/* Creates path and waits (at most 300 s) until it is removed; NULL: no. */
+static void hold_on(const char *path)
+{
+	FILE *f;
+	double deadline;
+
+	if (!path)
+		return;
+	f = fopen(path, "w");
+	CHECK(f, "cannot create %s: %s", path, strerror(errno));
+	fclose(f);
+	deadline = now_s() + 300;
+	while (access(path, F_OK) == 0 && now_s() < deadline)
+		usleep(10 * 1000);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -367,7 +385,7 @@ static void post(struct side *s, unsigned i, bool send)
 
 int main(int argc, char **argv)
 {
-	const char *host = NULL, *hold = NULL;
+	const char *host = NULL, *hold = NULL, *hold_destroyed = NULL;
 	double start_at = 0;
 	unsigned n = 0, blocks = 0, window = 256, sample = 1, nmsg;
 	uint16_t port = 7900;
@@ -398,6 +416,8 @@ int main(int argc, char **argv)
 			sample = (unsigned)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--start-at"))
 			start_at = strtod(argv[++i], NULL);
+		else if (!strcmp(argv[i], "--hold-destroyed"))
+			hold_destroyed = argv[++i];
 		else if (!strcmp(argv[i], "--hold"))
 			hold = argv[++i];
 		else
@@ -527,14 +547,7 @@ int main(int argc, char **argv)
 	printf("rss_per_qp_b %ld\n", (rss1 - rss0) * 1024 / (long)n);
 	fflush(stdout);
 
-	if (hold) {
-		FILE *f = fopen(hold, "w");
-		CHECK(f, "cannot create %s: %s", hold, strerror(errno));
-		fclose(f);
-		double deadline = now_s() + 300;
-		while (access(hold, F_OK) == 0 && now_s() < deadline)
-			usleep(10 * 1000);
-	}
+	hold_on(hold);
 	show_counters(stdout);
 	/* both sides hold their QPs until the other is done with them */
 	xfer(fd, &ok, 1, true);
@@ -543,6 +556,9 @@ int main(int argc, char **argv)
 
 	for (unsigned i = 0; i < n; i++)
 		CHECK(efi_destroy_qp(s.qp[i]) == 0, "efi_destroy_qp #%u", i);
+	/* every QP gone, the context still open: its reservations go back
+	 * (the test reads efid's table) */
+	hold_on(hold_destroyed);
 	CHECK(efi_query_context_counters(s.ctx, &cnt) == 0, "context counters");
 	printf("bad_source %" PRIu64 "\n", cnt.drop_reasons[EFI_DROP_BAD_SOURCE]);
 	CHECK(cnt.drop_reasons[EFI_DROP_BAD_SOURCE] == 0,

@@ -38,7 +38,7 @@ in_a timeout -k 5 300 "$SCALE_TEST" server --qps "$N" --port 7911 --hold "$TMPD/
 SPID=$!
 TRACK_BGPIDS+=("$SPID")
 in_b timeout -k 5 300 "$SCALE_TEST" client --qps "$N" --host "$IP_A" --port 7911 \
-	--hold "$TMPD/hold.b" >"$TMPD/client.out" 2>&1 &
+	--hold "$TMPD/hold.b" --hold-destroyed "$TMPD/destroyed.b" >"$TMPD/client.out" 2>&1 &
 CPID=$!
 TRACK_BGPIDS+=("$CPID")
 # both connected and every message checked, or one of them gone
@@ -83,6 +83,11 @@ log "efid two took back all $blocks slots ${WAITED_MS} ms after it answered"
 FD2=$(($(fds_of two) - 1))	# its baseline: what it holds without the context
 
 rm -f "$TMPD/hold.a" "$TMPD/hold.b"
+# The client destroyed its QPs and keeps its context open: it gives back
+# every QP it reserved, the batch ahead too (detach --wait waits for 0).
+wait_for 120000 "the client's QPs destroyed" test -e "$TMPD/destroyed.b"
+wait_for 3000 "efid two's table: the context, no QP" table_is two "$B" "1 0"
+rm -f "$TMPD/destroyed.b"
 src=0 crc=0
 wait "$SPID" || src=$?
 wait "$CPID" || crc=$?
