@@ -78,8 +78,12 @@ static const struct ctl_policy instance_policy[EFI_A_MAX] = {
 	[EFI_A_NETNS] = { .kind = CTL_STR, .maxlen = 31 },
 };
 
+/* A stray found inside an instance namespace has no host end: efid sends
+ * an empty HOST_IFNAME then (efid/reconcile.c), and requiring one made
+ * `efictl status` answer "malformed reply" for a genuine stray (issue 18).
+ * A stray is still named somehow: a host end, or a name in its instance. */
 static const struct ctl_policy stray_policy[EFI_A_MAX] = {
-	[EFI_A_HOST_IFNAME] = { .kind = CTL_STR, .minlen = 1, .maxlen = 63 },
+	[EFI_A_HOST_IFNAME] = { .kind = CTL_STR, .maxlen = 63 },
 	[EFI_A_INSTANCE] = { .kind = CTL_STR, .maxlen = 255 },
 	[EFI_A_IFNAME] = { .kind = CTL_STR, .maxlen = 63 },
 };
@@ -286,6 +290,8 @@ static int parse_stray(struct ec_listing *l, const struct ctl_attr *a)
 	    !ctl_has(tb, EFI_A_HOST_IFNAME) || get_str(tb, EFI_A_HOST_IFNAME, &s.host_ifname) ||
 	    get_str(tb, EFI_A_INSTANCE, &s.instance) || get_str(tb, EFI_A_IFNAME, &s.ifname))
 		return -EBADMSG;
+	if (!*s.host_ifname && (!s.ifname || !*s.ifname || !s.instance || !*s.instance))
+		return -EBADMSG; /* neither a host end nor a device in an instance */
 	struct ec_stray *slot = grow(&l->strays, &l->nstrays, sizeof(*slot));
 	if (!slot)
 		return -ENOMEM;
@@ -519,7 +525,9 @@ void ec_listing_json(struct json *j, const struct ec_listing *l)
 	json_arr_begin(j);
 	for (size_t n = 0; n < l->nstrays; n++) {
 		json_obj_begin(j);
-		json_member_str(j, "host_ifname", l->strays[n].host_ifname);
+		/* null: the stray is inside its instance's namespace */
+		json_member_str(j, "host_ifname", *l->strays[n].host_ifname ? l->strays[n].host_ifname
+									   : NULL);
 		json_member_str(j, "instance", l->strays[n].instance && *l->strays[n].instance
 				    ? l->strays[n].instance
 				    : NULL);
