@@ -569,6 +569,12 @@ void efi_qp_set_conn_key(struct efi_qp *qp, uint32_t key);
  * Returns the number of datagrams handled. */
 int efi_xport_run(struct efi_context_int *ctx);
 /* Sends what the QP has to send now (Read responses, ACKs, requests). */
+/* Sends the QP's held ACK now, if it holds one (ctx->lock held): before
+ * the QP is destroyed or leaves its working states, as a NIC would have
+ * acknowledged what arrived.  Without it a program that exits right after
+ * its last receive left the peer's last send unacknowledged: RETRY_EXC
+ * (ibv_rc_pingpong under load). */
+void efi_xport_send_held_ack(struct efi_context_int *ctx, struct efi_qp_int *qp);
 void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp);
 void efi_req_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt);
 void efi_resp_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt);

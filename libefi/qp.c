@@ -403,6 +403,9 @@ int efi_modify_qp(struct efi_qp *pub, struct efi_qp_attr *a, int mask)
 	if ((err = check_values(qp, a, mask)))
 		goto out;
 
+	/* what arrived is acknowledged before the QP stops answering */
+	if (next == EFI_QPS_RESET || next == EFI_QPS_ERR)
+		efi_xport_send_held_ack(ctx, qp);
 	if (next == EFI_QPS_RESET) {
 		qp_reset(qp);
 		goto ok;
@@ -513,6 +516,7 @@ int efi_destroy_qp(struct efi_qp *pub)
 	/* first, so a connection-manager watcher never touches it again */
 	efi_cm_unbind_qp(qp);
 	pthread_mutex_lock(&ctx->lock);
+	efi_xport_send_held_ack(ctx, qp);
 	qp_flush(qp);
 	int blk = efi_qpn_block(ctx, qp->pub.qp_num);
 	ctx->qps[blk][qp->pub.qp_num & (EFI_QPN_PER_BLOCK - 1)] = NULL;

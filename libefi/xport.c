@@ -241,6 +241,14 @@ static void release_hold(struct efi_context_int *ctx, struct efi_qp_int *qp)
 						memory_order_relaxed);
 }
 
+void efi_xport_send_held_ack(struct efi_context_int *ctx, struct efi_qp_int *qp)
+{
+	if (!qp->ack_hold_ns)
+		return;
+	release_hold(ctx, qp);
+	efi_xport_flush_qp(ctx, qp);
+}
+
 void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 {
 	for (int round = 0; round < 64; round++) {

@@ -738,6 +738,42 @@ START_TEST(test_piggybacked_acks)
 }
 END_TEST
 
+/* A program that destroys its QP right after its last receive (as
+ * ibv_rc_pingpong does) still acknowledges that message: the ACK held for
+ * an answer (xport.c) leaves before the QP goes, and the peer's send
+ * completes instead of ending in RETRY_EXC. */
+START_TEST(test_held_ack_leaves_at_destroy)
+{
+	for (int how = 0; how < 2; how++) {
+		struct tpair t;
+		uint8_t src[64], dst[64];
+		struct efi_wc wc;
+		unsigned sends = 0;
+
+		tpair_open(&t, 1500, NULL);
+		/* the longest hold: the destroy comes well within it */
+		ctx_of(t.ctx[1])->ack_delay_ns = EFI_ACK_DELAY_MAX_US * 1000ull;
+		tpair_connect(&t, &default_cap, 0, 7, 1, 8 /* ~1 ms */, 1);
+		struct efi_mr *ms = reg(t.pd[0], src, sizeof(src)), *md = reg(t.pd[1], dst, sizeof(dst));
+		post_recv1(t.qp[1], 5, dst, sizeof(dst), md);
+		ck_assert_int_eq(post1(t.qp[0], EFI_WR_SEND, 1, src, 8, ms, 0, 0, 0), 0);
+		wc = poll_recv(t.cq[1], &sends);
+		ck_assert_uint_eq(wc.wr_id, 5);
+		if (how == 0) {
+			ck_assert_int_eq(efi_destroy_qp(t.qp[1]), 0);
+			t.qp[1] = NULL;
+		} else {
+			struct efi_qp_attr a = { .qp_state = EFI_QPS_ERR };
+			ck_assert_int_eq(efi_modify_qp(t.qp[1], &a, EFI_QP_STATE), 0);
+		}
+		expect_wc(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
+		efi_dereg_mr(ms);
+		efi_dereg_mr(md);
+		tpair_close(&t);
+	}
+}
+END_TEST
+
 /* More completions than the CQ holds: the lost one is never silent
  * (issue 20's hang was "nothing arriving, no error").  The CQ gives what it
  * held, then -EOVERFLOW for good, and its QP is in the error state. */
@@ -905,6 +941,7 @@ static Suite *suite(void)
 	ADD(test_loc_len_err);
 	ADD(test_piggybacked_acks);
 	ADD(test_cq_overflow_is_loud);
+	ADD(test_held_ack_leaves_at_destroy);
 	ADD(test_retry_exceeded);
 	ADD(test_flush);
 	ADD(test_events);
