@@ -434,7 +434,7 @@ int efi_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fi
 {
 	struct efi_fi_domain *dom = (struct efi_fi_domain *)domain;
 	struct efi_fi_cq *cq;
-	size_t size;
+	size_t size, slots;
 	int ret;
 
 	if (!attr || attr->flags || attr->wait_cond != FI_CQ_COND_NONE)
@@ -459,6 +459,14 @@ int efi_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fi
 	size = attr->size ? attr->size : (size_t)dom->attr.max_qp_wr * 2;
 	if (size > (size_t)dom->attr.max_cqe)
 		size = (size_t)dom->attr.max_cqe;
+	/* room for the completions of large injects in flight (bounce.c),
+	 * beyond what the application sized for: an overflowing CQ fails its
+	 * QPs.  Without that room (a CQ of the device's maximum) the pool
+	 * takes at most half. */
+	slots = (size_t)dom->attr.max_cqe - size >= EFI_FI_BOUNCE_SLOTS ? EFI_FI_BOUNCE_SLOTS
+									: size / 2;
+	if ((size_t)dom->attr.max_cqe - size >= EFI_FI_BOUNCE_SLOTS)
+		size += slots;
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -FI_ENOMEM;
@@ -484,8 +492,7 @@ int efi_fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fi
 	if (!cq->ecq)
 		goto fail;
 	pthread_mutex_init(&cq->lock, NULL);
-	/* at most half the CQ: its entries stay the application's */
-	efi_fi_bounce_init(&cq->bounce, (unsigned int)(size / 2));
+	efi_fi_bounce_init(&cq->bounce, (unsigned int)slots);
 	cq->cq.fid.fclass = FI_CLASS_CQ;
 	cq->cq.fid.context = context;
 	cq->cq.fid.ops = &cq_fi_ops;
