@@ -33,7 +33,8 @@
 
 #include <efi/efi.h>
 
-#define TIMEOUT_MS 10000
+#include "fabtest.h"
+
 #define CONCURRENT 64
 
 static int failures;
@@ -51,30 +52,13 @@ static void failf(const char *fmt, ...)
 	failures++;
 }
 
-#define CHECK(cond, ...) do { if (!(cond)) failf(__VA_ARGS__); } while (0)
-
-/* A fatal setup error: the rest cannot run. */
-#define MUST(call) do { \
-	int must_ret_ = (int)(call); \
-	if (must_ret_) { \
-		printf("FAIL: %s: %d (%s)\n", #call, must_ret_, fi_strerror(-must_ret_)); \
-		exit(1); \
-	} \
-} while (0)
+/* A check whose failure is counted and the run goes on (fabtest.h's
+ * CHECK and MUST end it: setup errors, after which nothing can run). */
+#define EXPECT(cond, ...) do { if (!(cond)) failf(__VA_ARGS__); } while (0)
 
 static struct fi_info *base_hints(void)
 {
-	struct fi_info *h = fi_allocinfo();
-
-	if (!h)
-		exit(1);
-	h->ep_attr->type = FI_EP_MSG;
-	h->caps = FI_MSG | FI_ATOMIC;
-	h->mode = FI_CONTEXT | FI_RX_CQ_DATA;
-	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-				  FI_MR_PROV_KEY;
-	h->fabric_attr->prov_name = strdup("efi");
-	return h;
+	return fab_hints(FI_MSG | FI_ATOMIC, FI_CONTEXT | FI_RX_CQ_DATA);
 }
 
 /* ------------------------------------------------------------ info */
@@ -95,9 +79,9 @@ static void expect(const char *what, void (*edit)(struct fi_info *, const struct
 	edit(h, dflt);
 	ret = getinfo(h, &fi);
 	if (want_ok)
-		CHECK(ret == 0 && fi, "getinfo %s: %d, expected an entry", what, ret);
+		EXPECT(ret == 0 && fi, "getinfo %s: %d, expected an entry", what, ret);
 	else
-		CHECK(ret == -FI_ENODATA, "getinfo %s: %d, expected -FI_ENODATA", what, ret);
+		EXPECT(ret == -FI_ENODATA, "getinfo %s: %d, expected -FI_ENODATA", what, ret);
 	if (out && ret == 0)
 		*out = fi;
 	else
@@ -163,22 +147,22 @@ static int run_info(void)
 		printf("FAIL: no EFI device to compare with\n");
 		return 1;
 	}
-	CHECK(!strcmp(dflt->domain_attr->name, list[0]->name), "domain %s, device %s",
+	EXPECT(!strcmp(dflt->domain_attr->name, list[0]->name), "domain %s, device %s",
 	      dflt->domain_attr->name, list[0]->name);
-	CHECK(dflt->caps & FI_ATOMIC, "FI_ATOMIC not offered");
-	CHECK((dflt->tx_attr->caps & FI_ATOMIC) && (dflt->rx_attr->caps & FI_ATOMIC),
+	EXPECT(dflt->caps & FI_ATOMIC, "FI_ATOMIC not offered");
+	EXPECT((dflt->tx_attr->caps & FI_ATOMIC) && (dflt->rx_attr->caps & FI_ATOMIC),
 	      "FI_ATOMIC missing in tx/rx caps");
-	CHECK(dflt->ep_attr->max_msg_size == da.max_msg_sz, "max_msg_size %zu, device %u",
+	EXPECT(dflt->ep_attr->max_msg_size == da.max_msg_sz, "max_msg_size %zu, device %u",
 	      dflt->ep_attr->max_msg_size, da.max_msg_sz);
-	CHECK(dflt->tx_attr->size == (size_t)da.max_qp_wr, "tx size %zu, device %d",
+	EXPECT(dflt->tx_attr->size == (size_t)da.max_qp_wr, "tx size %zu, device %d",
 	      dflt->tx_attr->size, da.max_qp_wr);
-	CHECK(dflt->rx_attr->size == (size_t)da.max_qp_wr, "rx size %zu, device %d",
+	EXPECT(dflt->rx_attr->size == (size_t)da.max_qp_wr, "rx size %zu, device %d",
 	      dflt->rx_attr->size, da.max_qp_wr);
-	CHECK(dflt->tx_attr->inject_size == 16384 + 64, "inject %zu (16448: bounce.c above the device's %u)",
+	EXPECT(dflt->tx_attr->inject_size == 16384 + 64, "inject %zu (16448: bounce.c above the device's %u)",
 	      dflt->tx_attr->inject_size, da.max_inline_data);
-	CHECK(dflt->tx_attr->iov_limit == (size_t)da.max_sge, "iov_limit %zu, device %d",
+	EXPECT(dflt->tx_attr->iov_limit == (size_t)da.max_sge, "iov_limit %zu, device %d",
 	      dflt->tx_attr->iov_limit, da.max_sge);
-	CHECK(dflt->domain_attr->mr_key_size == 4, "mr_key_size %zu", dflt->domain_attr->mr_key_size);
+	EXPECT(dflt->domain_attr->mr_key_size == 4, "mr_key_size %zu", dflt->domain_attr->mr_key_size);
 	efi_close_device(ctx);
 	efi_free_device_list(list);
 
@@ -195,7 +179,7 @@ static int run_info(void)
 	expect("cq_data_size 4", e_cqdata_4, dflt, true, &fi);
 	if (fi) {
 		/* not a capability in 1.17 (issue 21): cq_data_size says it */
-		CHECK(fi->domain_attr->cq_data_size == 4 && !(fi->caps & FI_REMOTE_CQ_DATA),
+		EXPECT(fi->domain_attr->cq_data_size == 4 && !(fi->caps & FI_REMOTE_CQ_DATA),
 		      "cq_data_size %zu", fi->domain_attr->cq_data_size);
 		fi_freeinfo(fi);
 		fi = NULL;
@@ -210,14 +194,14 @@ static int run_info(void)
 	/* FI_EP_RDM: only ofi_rxm layered on efi, never efi itself */
 	expect("FI_EP_RDM", e_rdm, dflt, true, &fi);
 	for (struct fi_info *i = fi; i; i = i->next)
-		CHECK(strchr(i->fabric_attr->prov_name, ';'), "efi itself offers FI_EP_RDM (%s)",
+		EXPECT(strchr(i->fabric_attr->prov_name, ';'), "efi itself offers FI_EP_RDM (%s)",
 		      i->fabric_attr->prov_name);
 	fi_freeinfo(fi);
 	fi = NULL;
 	/* smaller queues than the device's: what fi_enable will allocate */
 	expect("tx 16 / rx 32", e_tx_small, dflt, true, &fi);
 	if (fi) {
-		CHECK(fi->tx_attr->size == 16 && fi->rx_attr->size == 32,
+		EXPECT(fi->tx_attr->size == 16 && fi->rx_attr->size == 32,
 		      "tx/rx size %zu/%zu, asked 16/32", fi->tx_attr->size, fi->rx_attr->size);
 		fi_freeinfo(fi);
 	}
@@ -229,14 +213,7 @@ static int run_info(void)
 /* ------------------------------------------------------------ connection */
 
 struct conn {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_eq *eq;
-	struct fid_domain *domain;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-	struct fid_pep *pep;
-	struct fid_mr *mr;		/* over buf */
+	struct fab_side f;		/* f.mr: over buf */
 	struct {
 		uint64_t words[2];	/* the server's atomic targets */
 		uint64_t results[CONCURRENT + 8];
@@ -252,85 +229,34 @@ struct keyinfo {
 /* Waits for one completion; returns its entry (op_context, flags) or fails. */
 static struct fi_cq_data_entry wait_comp(struct conn *c, const char *what)
 {
-	struct fi_cq_data_entry e = { 0 };
-	ssize_t n = fi_cq_sread(c->cq, &e, 1, NULL, TIMEOUT_MS);
-
-	if (n == -FI_EAVAIL) {
-		struct fi_cq_err_entry err = { 0 };
-
-		fi_cq_readerr(c->cq, &err, 0);
-		printf("FAIL: %s: completion error %d (%s), provider: %s\n", what, err.err,
-		       fi_strerror(err.err),
-		       fi_cq_strerror(c->cq, err.prov_errno, err.err_data, NULL, 0));
-		exit(1);
-	}
-	if (n != 1) {
-		printf("FAIL: %s: fi_cq_sread %zd (%s)\n", what, n, fi_strerror((int)-n));
-		exit(1);
-	}
-	return e;
+	return fab_wait_comp(c->f.cq, what);
 }
 
-static void wait_event(struct conn *c, uint32_t want, struct fi_eq_cm_entry *entry)
+static void open_common(struct conn *c)
 {
-	uint32_t event;
-	ssize_t n = fi_eq_sread(c->eq, &event, entry, sizeof(*entry), TIMEOUT_MS, 0);
-
-	if (n < 0 || event != want) {
-		printf("FAIL: waiting for CM event %u: got %zd / event %u\n", want, n, event);
-		exit(1);
-	}
-}
-
-static void open_common(struct conn *c, struct fi_info *info)
-{
-	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_UNSPEC };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_UNSPEC,
-				      .size = 256 };
-
-	MUST(fi_fabric(info->fabric_attr, &c->fabric, NULL));
-	MUST(fi_eq_open(c->fabric, &eq_attr, &c->eq, NULL));
-	MUST(fi_domain(c->fabric, info, &c->domain, NULL));
-	MUST(fi_cq_open(c->domain, &cq_attr, &c->cq, NULL));
-	MUST(fi_mr_reg(c->domain, &c->buf, sizeof(c->buf),
+	fab_open(&c->f, FI_CQ_FORMAT_DATA, 256);
+	MUST(fi_mr_reg(c->f.domain, &c->buf, sizeof(c->buf),
 		       FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
-		       0, 0, &c->mr, NULL));
-}
-
-static void open_ep(struct conn *c, struct fi_info *info)
-{
-	MUST(fi_endpoint(c->domain, info, &c->ep, NULL));
-	MUST(fi_ep_bind(c->ep, &c->eq->fid, 0));
-	MUST(fi_ep_bind(c->ep, &c->cq->fid, FI_TRANSMIT | FI_RECV));
-	MUST(fi_enable(c->ep));
+		       0, 0, &c->f.mr, NULL));
 }
 
 static void close_all(struct conn *c)
 {
-	if (c->ep) {
-		fi_shutdown(c->ep, 0);
-		fi_close(&c->ep->fid);
-	}
-	if (c->pep)
-		fi_close(&c->pep->fid);
-	fi_close(&c->mr->fid);
-	fi_close(&c->cq->fid);
-	fi_close(&c->domain->fid);
-	fi_close(&c->eq->fid);
-	fi_close(&c->fabric->fid);
-	fi_freeinfo(c->info);
+	if (c->f.ep)
+		fi_shutdown(c->f.ep, 0);
+	fab_close(&c->f);
 }
 
 static void *desc(struct conn *c)
 {
-	return fi_mr_desc(c->mr);
+	return fi_mr_desc(c->f.mr);
 }
 
 static void send_msg(struct conn *c, size_t len)
 {
 	static struct fi_context ctx;
 
-	MUST(fi_send(c->ep, c->buf.msg, len, desc(c), 0, &ctx));
+	MUST(fi_send(c->f.ep, c->buf.msg, len, desc(c), 0, &ctx));
 	wait_comp(c, "send");
 }
 
@@ -338,7 +264,7 @@ static void post_recv_msg(struct conn *c)
 {
 	static struct fi_context ctx;
 
-	MUST(fi_recv(c->ep, c->buf.msg, sizeof(c->buf.msg), desc(c), 0, &ctx));
+	MUST(fi_recv(c->f.ep, c->buf.msg, sizeof(c->buf.msg), desc(c), 0, &ctx));
 }
 
 /* ------------------------------------------------------------ server */
@@ -347,49 +273,42 @@ static int run_server(const char *port)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	struct fi_info *hints = base_hints();
-	struct fi_eq_cm_entry entry;
 	struct keyinfo *k;
 
 	if (!c)
 		return 1;
-	MUST(fi_getinfo(FI_VERSION(1, 17), NULL, port, FI_SOURCE, hints, &c->info));
+	fab_getinfo(&c->f, hints, true, NULL, port);
 	fi_freeinfo(hints);
-	open_common(c, c->info);
-	MUST(fi_passive_ep(c->fabric, c->info, &c->pep, NULL));
-	MUST(fi_pep_bind(c->pep, &c->eq->fid, 0));
-	MUST(fi_listen(c->pep));
-	printf("listening\n");
-	fflush(stdout);
-	wait_event(c, FI_CONNREQ, &entry);
-	open_ep(c, entry.info);
-	fi_freeinfo(entry.info);
+	open_common(c);
+	fab_listen(&c->f);
+	fab_take_connreq(&c->f);
 	post_recv_msg(c);
-	MUST(fi_accept(c->ep, NULL, 0));
-	wait_event(c, FI_CONNECTED, &entry);
+	MUST(fi_accept(c->f.ep, NULL, 0));
+	fab_wait_event(c->f.eq, FI_CONNECTED, NULL, "FI_CONNECTED");
 
 	c->buf.words[0] = 1000;
 	c->buf.words[1] = 7;
 	k = (struct keyinfo *)c->buf.msg;
 	k->addr = (uint64_t)(uintptr_t)c->buf.words;
-	k->key = fi_mr_key(c->mr);
+	k->key = fi_mr_key(c->f.mr);
 	/* the client's recv is posted before it connects */
 	{
 		static struct fi_context ctx;
 
-		MUST(fi_send(c->ep, k, sizeof(*k), desc(c), 0, &ctx));
+		MUST(fi_send(c->f.ep, k, sizeof(*k), desc(c), 0, &ctx));
 		wait_comp(c, "send keys");
 	}
 	/* "done" from the client, then the verdict on the words */
 	wait_comp(c, "recv done");
-	CHECK(__atomic_load_n(&c->buf.words[0], __ATOMIC_SEQ_CST) == 52,
+	EXPECT(__atomic_load_n(&c->buf.words[0], __ATOMIC_SEQ_CST) == 52,
 	      "server word 0 = %" PRIu64 ", expected 52", c->buf.words[0]);
-	CHECK(__atomic_load_n(&c->buf.words[1], __ATOMIC_SEQ_CST) == 7 + CONCURRENT,
+	EXPECT(__atomic_load_n(&c->buf.words[1], __ATOMIC_SEQ_CST) == 7 + CONCURRENT,
 	      "server word 1 = %" PRIu64 ", expected %d", c->buf.words[1], 7 + CONCURRENT);
 	c->buf.msg[0] = (uint64_t)failures;
 	send_msg(c, sizeof(uint64_t));
-	wait_event(c, FI_SHUTDOWN, &entry);
-	fi_close(&c->ep->fid);
-	c->ep = NULL;
+	fab_wait_event(c->f.eq, FI_SHUTDOWN, NULL, "the peer's fi_shutdown");
+	fi_close(&c->f.ep->fid);
+	c->f.ep = NULL;
 	close_all(c);
 	free(c);
 	printf("server: %s\n", failures ? "FAILED" : "ok");
@@ -405,39 +324,39 @@ static void check_valid(struct fid_ep *ep)
 
 	count = 0;
 	ret = fi_atomicvalid(ep, FI_UINT64, FI_SUM, &count);
-	CHECK(ret == 0 && count == 1, "atomicvalid UINT64 SUM: %d count %zu", ret, count);
+	EXPECT(ret == 0 && count == 1, "atomicvalid UINT64 SUM: %d count %zu", ret, count);
 	count = 0;
 	ret = fi_atomicvalid(ep, FI_INT64, FI_SUM, &count);
-	CHECK(ret == 0 && count == 1, "atomicvalid INT64 SUM: %d count %zu", ret, count);
+	EXPECT(ret == 0 && count == 1, "atomicvalid INT64 SUM: %d count %zu", ret, count);
 	ret = fi_atomicvalid(ep, FI_UINT32, FI_SUM, &count);
-	CHECK(ret == -FI_EOPNOTSUPP, "atomicvalid UINT32 SUM: %d", ret);
+	EXPECT(ret == -FI_EOPNOTSUPP, "atomicvalid UINT32 SUM: %d", ret);
 	ret = fi_atomicvalid(ep, FI_UINT64, FI_MIN, &count);
-	CHECK(ret == -FI_EOPNOTSUPP, "atomicvalid UINT64 MIN: %d", ret);
+	EXPECT(ret == -FI_EOPNOTSUPP, "atomicvalid UINT64 MIN: %d", ret);
 	ret = fi_atomicvalid(ep, FI_UINT64, FI_ATOMIC_WRITE, &count);
-	CHECK(ret == -FI_EOPNOTSUPP, "atomicvalid UINT64 ATOMIC_WRITE: %d", ret);
+	EXPECT(ret == -FI_EOPNOTSUPP, "atomicvalid UINT64 ATOMIC_WRITE: %d", ret);
 	ret = fi_atomicvalid(ep, FI_DOUBLE, FI_SUM, &count);
-	CHECK(ret == -FI_EOPNOTSUPP, "atomicvalid DOUBLE SUM: %d", ret);
+	EXPECT(ret == -FI_EOPNOTSUPP, "atomicvalid DOUBLE SUM: %d", ret);
 
 	count = 0;
 	ret = fi_fetch_atomicvalid(ep, FI_UINT64, FI_SUM, &count);
-	CHECK(ret == 0 && count == 1, "fetch_atomicvalid UINT64 SUM: %d count %zu", ret, count);
+	EXPECT(ret == 0 && count == 1, "fetch_atomicvalid UINT64 SUM: %d count %zu", ret, count);
 	count = 0;
 	ret = fi_fetch_atomicvalid(ep, FI_INT64, FI_ATOMIC_READ, &count);
-	CHECK(ret == 0 && count == 1, "fetch_atomicvalid INT64 READ: %d count %zu", ret, count);
+	EXPECT(ret == 0 && count == 1, "fetch_atomicvalid INT64 READ: %d count %zu", ret, count);
 	ret = fi_fetch_atomicvalid(ep, FI_UINT64, FI_CSWAP, &count);
-	CHECK(ret == -FI_EOPNOTSUPP, "fetch_atomicvalid UINT64 CSWAP: %d", ret);
+	EXPECT(ret == -FI_EOPNOTSUPP, "fetch_atomicvalid UINT64 CSWAP: %d", ret);
 	ret = fi_fetch_atomicvalid(ep, FI_UINT64, FI_BAND, &count);
-	CHECK(ret == -FI_EOPNOTSUPP, "fetch_atomicvalid UINT64 BAND: %d", ret);
+	EXPECT(ret == -FI_EOPNOTSUPP, "fetch_atomicvalid UINT64 BAND: %d", ret);
 
 	count = 0;
 	ret = fi_compare_atomicvalid(ep, FI_UINT64, FI_CSWAP, &count);
-	CHECK(ret == 0 && count == 1, "compare_atomicvalid UINT64 CSWAP: %d count %zu", ret, count);
+	EXPECT(ret == 0 && count == 1, "compare_atomicvalid UINT64 CSWAP: %d count %zu", ret, count);
 	ret = fi_compare_atomicvalid(ep, FI_UINT64, FI_CSWAP_NE, &count);
-	CHECK(ret == -FI_EOPNOTSUPP, "compare_atomicvalid UINT64 CSWAP_NE: %d", ret);
+	EXPECT(ret == -FI_EOPNOTSUPP, "compare_atomicvalid UINT64 CSWAP_NE: %d", ret);
 	ret = fi_compare_atomicvalid(ep, FI_INT32, FI_CSWAP, &count);
-	CHECK(ret == -FI_EOPNOTSUPP, "compare_atomicvalid INT32 CSWAP: %d", ret);
+	EXPECT(ret == -FI_EOPNOTSUPP, "compare_atomicvalid INT32 CSWAP: %d", ret);
 	ret = fi_compare_atomicvalid(ep, FI_UINT64, FI_SUM, &count);
-	CHECK(ret == -FI_EOPNOTSUPP, "compare_atomicvalid UINT64 SUM: %d", ret);
+	EXPECT(ret == -FI_EOPNOTSUPP, "compare_atomicvalid UINT64 SUM: %d", ret);
 }
 
 static void check_query(struct fid_domain *domain)
@@ -446,15 +365,15 @@ static void check_query(struct fid_domain *domain)
 	int ret;
 
 	ret = fi_query_atomic(domain, FI_UINT64, FI_SUM, &attr, FI_FETCH_ATOMIC);
-	CHECK(ret == 0 && attr.count == 1 && attr.size == 8,
+	EXPECT(ret == 0 && attr.count == 1 && attr.size == 8,
 	      "query_atomic fetch SUM: %d count %zu size %zu", ret, attr.count, attr.size);
 	ret = fi_query_atomic(domain, FI_UINT64, FI_CSWAP, &attr, FI_COMPARE_ATOMIC);
-	CHECK(ret == 0 && attr.count == 1 && attr.size == 8,
+	EXPECT(ret == 0 && attr.count == 1 && attr.size == 8,
 	      "query_atomic compare CSWAP: %d count %zu size %zu", ret, attr.count, attr.size);
 	ret = fi_query_atomic(domain, FI_UINT64, FI_CSWAP, &attr, 0);
-	CHECK(ret == -FI_EOPNOTSUPP, "query_atomic write CSWAP: %d", ret);
+	EXPECT(ret == -FI_EOPNOTSUPP, "query_atomic write CSWAP: %d", ret);
 	ret = fi_query_atomic(domain, FI_FLOAT, FI_SUM, &attr, 0);
-	CHECK(ret == -FI_EOPNOTSUPP, "query_atomic write FLOAT SUM: %d", ret);
+	EXPECT(ret == -FI_EOPNOTSUPP, "query_atomic write FLOAT SUM: %d", ret);
 }
 
 static struct fi_context actx[CONCURRENT + 8];
@@ -467,16 +386,16 @@ static void fetch(struct conn *c, const struct keyinfo *k, int slot, enum fi_dat
 	ssize_t ret;
 
 	c->buf.results[slot] = UINT64_MAX;
-	ret = fi_fetch_atomic(c->ep, &operand, 1, NULL, &c->buf.results[slot], desc(c), 0,
+	ret = fi_fetch_atomic(c->f.ep, &operand, 1, NULL, &c->buf.results[slot], desc(c), 0,
 			      k->addr, k->key, type, op, &actx[slot]);
-	CHECK(ret == 0, "%s: fi_fetch_atomic %zd", what, ret);
+	EXPECT(ret == 0, "%s: fi_fetch_atomic %zd", what, ret);
 	if (ret)
 		return;
 	e = wait_comp(c, what);
-	CHECK(e.op_context == &actx[slot], "%s: completion context", what);
-	CHECK((e.flags & (FI_ATOMIC | FI_READ)) == (FI_ATOMIC | FI_READ),
+	EXPECT(e.op_context == &actx[slot], "%s: completion context", what);
+	EXPECT((e.flags & (FI_ATOMIC | FI_READ)) == (FI_ATOMIC | FI_READ),
 	      "%s: completion flags %#" PRIx64, what, e.flags);
-	CHECK(c->buf.results[slot] == want, "%s: fetched %" PRIu64 ", expected %" PRIu64, what,
+	EXPECT(c->buf.results[slot] == want, "%s: fetched %" PRIu64 ", expected %" PRIu64, what,
 	      c->buf.results[slot], want);
 }
 
@@ -487,14 +406,14 @@ static void cswap(struct conn *c, const struct keyinfo *k, int slot, uint64_t co
 	ssize_t ret;
 
 	c->buf.results[slot] = UINT64_MAX;
-	ret = fi_compare_atomic(c->ep, &swap, 1, NULL, &compare, NULL, &c->buf.results[slot],
+	ret = fi_compare_atomic(c->f.ep, &swap, 1, NULL, &compare, NULL, &c->buf.results[slot],
 				desc(c), 0, k->addr, k->key, FI_UINT64, FI_CSWAP, &actx[slot]);
-	CHECK(ret == 0, "%s: fi_compare_atomic %zd", what, ret);
+	EXPECT(ret == 0, "%s: fi_compare_atomic %zd", what, ret);
 	if (ret)
 		return;
 	e = wait_comp(c, what);
-	CHECK(e.op_context == &actx[slot], "%s: completion context", what);
-	CHECK(c->buf.results[slot] == want, "%s: fetched %" PRIu64 ", expected %" PRIu64, what,
+	EXPECT(e.op_context == &actx[slot], "%s: completion context", what);
+	EXPECT(c->buf.results[slot] == want, "%s: fetched %" PRIu64 ", expected %" PRIu64, what,
 	      c->buf.results[slot], want);
 }
 
@@ -503,24 +422,23 @@ static void check_bad_input(struct conn *c, const struct keyinfo *k)
 	uint64_t one = 1, two[2] = { 1, 1 };
 	ssize_t ret;
 
-	ret = fi_atomic(c->ep, &one, 1, NULL, 0, k->addr + 4, k->key, FI_UINT64, FI_SUM, &actx[0]);
-	CHECK(ret == -FI_EINVAL, "misaligned target: %zd", ret);
-	ret = fi_atomic(c->ep, two, 2, NULL, 0, k->addr, k->key, FI_UINT64, FI_SUM, &actx[0]);
-	CHECK(ret == -FI_EINVAL, "count 2: %zd", ret);
-	ret = fi_atomic(c->ep, &one, 1, NULL, 0, k->addr, k->key, FI_UINT64, FI_PROD, &actx[0]);
-	CHECK(ret == -FI_EOPNOTSUPP, "FI_PROD: %zd", ret);
-	ret = fi_atomic(c->ep, &one, 1, NULL, 0, k->addr, k->key, FI_UINT32, FI_SUM, &actx[0]);
-	CHECK(ret == -FI_EOPNOTSUPP, "FI_UINT32: %zd", ret);
-	ret = fi_compare_atomic(c->ep, &one, 1, NULL, &one, NULL, &c->buf.results[0], desc(c), 0,
+	ret = fi_atomic(c->f.ep, &one, 1, NULL, 0, k->addr + 4, k->key, FI_UINT64, FI_SUM, &actx[0]);
+	EXPECT(ret == -FI_EINVAL, "misaligned target: %zd", ret);
+	ret = fi_atomic(c->f.ep, two, 2, NULL, 0, k->addr, k->key, FI_UINT64, FI_SUM, &actx[0]);
+	EXPECT(ret == -FI_EINVAL, "count 2: %zd", ret);
+	ret = fi_atomic(c->f.ep, &one, 1, NULL, 0, k->addr, k->key, FI_UINT64, FI_PROD, &actx[0]);
+	EXPECT(ret == -FI_EOPNOTSUPP, "FI_PROD: %zd", ret);
+	ret = fi_atomic(c->f.ep, &one, 1, NULL, 0, k->addr, k->key, FI_UINT32, FI_SUM, &actx[0]);
+	EXPECT(ret == -FI_EOPNOTSUPP, "FI_UINT32: %zd", ret);
+	ret = fi_compare_atomic(c->f.ep, &one, 1, NULL, &one, NULL, &c->buf.results[0], desc(c), 0,
 				k->addr, k->key, FI_UINT64, FI_CSWAP_LE, &actx[0]);
-	CHECK(ret == -FI_EOPNOTSUPP, "FI_CSWAP_LE: %zd", ret);
+	EXPECT(ret == -FI_EOPNOTSUPP, "FI_CSWAP_LE: %zd", ret);
 }
 
 static int run_client(const char *node, const char *port)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	struct fi_info *hints = base_hints();
-	struct fi_eq_cm_entry entry;
 	struct fi_cq_data_entry e;
 	struct keyinfo k;
 	uint64_t operand;
@@ -529,18 +447,18 @@ static int run_client(const char *node, const char *port)
 
 	if (!c)
 		return 1;
-	MUST(fi_getinfo(FI_VERSION(1, 17), node, port, 0, hints, &c->info));
+	fab_getinfo(&c->f, hints, false, node, port);
 	fi_freeinfo(hints);
-	open_common(c, c->info);
-	open_ep(c, c->info);
+	open_common(c);
+	fab_open_ep(&c->f, c->f.info);
 	post_recv_msg(c);
-	MUST(fi_connect(c->ep, c->info->dest_addr, NULL, 0));
-	wait_event(c, FI_CONNECTED, &entry);
+	MUST(fi_connect(c->f.ep, c->f.info->dest_addr, NULL, 0));
+	fab_wait_event(c->f.eq, FI_CONNECTED, NULL, "FI_CONNECTED");
 	wait_comp(c, "recv keys");
 	memcpy(&k, c->buf.msg, sizeof(k));
 
-	check_valid(c->ep);
-	check_query(c->domain);
+	check_valid(c->f.ep);
+	check_query(c->f.domain);
 	check_bad_input(c, &k);
 
 	fetch(c, &k, 0, FI_UINT64, FI_SUM, 5, 1000, "fetch-add 5");
@@ -549,18 +467,18 @@ static int run_client(const char *node, const char *port)
 	cswap(c, &k, 3, 1, 99, 42, "compare-swap 1 -> 99 (no match)");
 	/* an atomic write: completes as FI_ATOMIC | FI_WRITE */
 	operand = 8;
-	ret = fi_atomic(c->ep, &operand, 1, NULL, 0, k.addr, k.key, FI_UINT64, FI_SUM, &actx[4]);
-	CHECK(ret == 0, "fi_atomic SUM 8: %zd", ret);
+	ret = fi_atomic(c->f.ep, &operand, 1, NULL, 0, k.addr, k.key, FI_UINT64, FI_SUM, &actx[4]);
+	EXPECT(ret == 0, "fi_atomic SUM 8: %zd", ret);
 	if (!ret) {
 		e = wait_comp(c, "atomic write");
-		CHECK(e.op_context == &actx[4], "atomic write: completion context");
-		CHECK((e.flags & (FI_ATOMIC | FI_WRITE)) == (FI_ATOMIC | FI_WRITE) &&
+		EXPECT(e.op_context == &actx[4], "atomic write: completion context");
+		EXPECT((e.flags & (FI_ATOMIC | FI_WRITE)) == (FI_ATOMIC | FI_WRITE) &&
 		      !(e.flags & FI_READ), "atomic write: completion flags %#" PRIx64, e.flags);
 	}
 	/* inject: the operand's buffer is free on return; no completion */
 	operand = 2;
-	ret = fi_inject_atomic(c->ep, &operand, 1, 0, k.addr, k.key, FI_UINT64, FI_SUM);
-	CHECK(ret == 0, "fi_inject_atomic SUM 2: %zd", ret);
+	ret = fi_inject_atomic(c->f.ep, &operand, 1, 0, k.addr, k.key, FI_UINT64, FI_SUM);
+	EXPECT(ret == 0, "fi_inject_atomic SUM 2: %zd", ret);
 	operand = 1000;	/* must not matter */
 	/* RC order: the read sees both */
 	fetch(c, &k, 5, FI_UINT64, FI_ATOMIC_READ, 0, 52, "atomic read");
@@ -569,9 +487,9 @@ static int run_client(const char *node, const char *port)
 	operand = 1;
 	for (int i = 0; i < CONCURRENT; i++) {
 		c->buf.results[8 + i] = UINT64_MAX;
-		ret = fi_fetch_atomic(c->ep, &operand, 1, NULL, &c->buf.results[8 + i], desc(c), 0,
+		ret = fi_fetch_atomic(c->f.ep, &operand, 1, NULL, &c->buf.results[8 + i], desc(c), 0,
 				      k.addr + 8, k.key, FI_UINT64, FI_SUM, &actx[8 + i]);
-		CHECK(ret == 0, "concurrent fetch-add %d: %zd", i, ret);
+		EXPECT(ret == 0, "concurrent fetch-add %d: %zd", i, ret);
 		if (ret)
 			exit(1);
 	}
@@ -594,12 +512,12 @@ static int run_client(const char *node, const char *port)
 		static struct fi_context ctx;
 		bool got_recv = false;
 
-		MUST(fi_send(c->ep, &c->buf.msg[1], sizeof(uint64_t), desc(c), 0, &ctx));
+		MUST(fi_send(c->f.ep, &c->buf.msg[1], sizeof(uint64_t), desc(c), 0, &ctx));
 		for (int i = 0; i < 2; i++)
 			got_recv |= (wait_comp(c, "done / verdict").flags & FI_RECV) != 0;
-		CHECK(got_recv, "no verdict from the server");
+		EXPECT(got_recv, "no verdict from the server");
 	}
-	CHECK(c->buf.msg[0] == 0, "the server found %" PRIu64 " wrong word(s)", c->buf.msg[0]);
+	EXPECT(c->buf.msg[0] == 0, "the server found %" PRIu64 " wrong word(s)", c->buf.msg[0]);
 	close_all(c);
 	free(c);
 	printf("client: %s\n", failures ? "FAILED" : "ok");

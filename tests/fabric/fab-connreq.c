@@ -22,30 +22,13 @@
  * Exit status 0 when every case went as it should.
  */
 #include <errno.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_eq.h>
-#include <rdma/fi_errno.h>
+#include "fabtest.h"
 
-#define TIMEOUT_MS 30000
-
-#define MUST(call) do { \
-	int must_ret_ = (int)(call); \
-	if (must_ret_) { \
-		printf("FAIL: %s: %d (%s)\n", #call, must_ret_, fi_strerror(-must_ret_)); \
-		exit(1); \
-	} \
-} while (0)
+#define USAGE "fab-connreq server PORT SYNCDIR [CASES] | client IP PORT SYNCDIR [CASES]"
 
 /* The cases, in the order the client runs them, and what it must see. */
 enum outcome { CONNECTED, REFUSED, TIMEDOUT, LATER };
@@ -90,72 +73,41 @@ static size_t pick(const char *want, size_t *idx)
 }
 
 /* An EQ entry with room for the CM data behind it. */
-struct cm_event {
-	struct fi_eq_cm_entry e;
-	uint8_t data[256];
-};
-
 struct side {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_eq *eq;
-	struct fid_domain *domain;
-	struct fid_cq *cq;
-	struct fid_pep *pep;
+	struct fab_side f;
 	const char *sync;
 	size_t run[32], nrun;	/* the cases to run, in order */
 };
 
-static struct fi_info *hints(void)
-{
-	struct fi_info *h = fi_allocinfo();
-
-	if (!h)
-		exit(1);
-	h->ep_attr->type = FI_EP_MSG;
-	h->caps = FI_MSG;
-	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-				  FI_MR_PROV_KEY;
-	h->fabric_attr->prov_name = strdup("efi");
-	return h;
-}
-
 static void open_common(struct side *s)
 {
-	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_FD };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT, .wait_obj = FI_WAIT_NONE,
-				      .size = 64 };
-
-	MUST(fi_fabric(s->info->fabric_attr, &s->fabric, NULL));
-	MUST(fi_eq_open(s->fabric, &eq_attr, &s->eq, NULL));
-	MUST(fi_domain(s->fabric, s->info, &s->domain, NULL));
-	MUST(fi_cq_open(s->domain, &cq_attr, &s->cq, NULL));
+	fab_open(&s->f, FI_CQ_FORMAT_CONTEXT, 64);
 }
 
 static struct fid_ep *open_ep(struct side *s, struct fi_info *info)
 {
 	struct fid_ep *ep;
 
-	MUST(fi_endpoint(s->domain, info, &ep, NULL));
-	MUST(fi_ep_bind(ep, &s->eq->fid, 0));
-	MUST(fi_ep_bind(ep, &s->cq->fid, FI_TRANSMIT | FI_RECV));
+	MUST(fi_endpoint(s->f.domain, info, &ep, NULL));
+	MUST(fi_ep_bind(ep, &s->f.eq->fid, 0));
+	MUST(fi_ep_bind(ep, &s->f.cq->fid, FI_TRANSMIT | FI_RECV));
 	MUST(fi_enable(ep));
 	return ep;
 }
 
 /* The next EQ event, which must be want (for fid, if given); an error
  * entry is returned in *err when want is 0. */
-static void next_event(struct side *s, uint32_t want, fid_t fid, struct cm_event *entry,
+static void next_event(struct side *s, uint32_t want, fid_t fid, struct fab_cm_event *entry,
 		       struct fi_eq_err_entry *err, uint8_t *err_data)
 {
 	uint32_t event = 0;
-	ssize_t n = fi_eq_sread(s->eq, &event, entry, sizeof(*entry), TIMEOUT_MS, 0);
+	ssize_t n = fi_eq_sread(s->f.eq, &event, entry, sizeof(*entry), FAB_TIMEOUT_MS, 0);
 
 	if (n == -FI_EAVAIL && !want) {
 		memset(err, 0, sizeof(*err));
 		err->err_data = err_data;
 		err->err_data_size = 8;
-		n = fi_eq_readerr(s->eq, err, 0);
+		n = fi_eq_readerr(s->f.eq, err, 0);
 		if (n != sizeof(*err)) {
 			printf("FAIL: fi_eq_readerr: %zd\n", n);
 			exit(1);
@@ -171,7 +123,7 @@ static void next_event(struct side *s, uint32_t want, fid_t fid, struct cm_event
 
 static void wait_file(const char *path)
 {
-	for (int i = 0; i < TIMEOUT_MS / 10; i++) {
+	for (int i = 0; i < FAB_TIMEOUT_MS / 10; i++) {
 		if (!access(path, F_OK)) {
 			unlink(path);
 			return;
@@ -186,14 +138,14 @@ static void wait_file(const char *path)
 
 static void expect_connected(struct side *s, struct fid_ep *ep)
 {
-	struct cm_event entry;
+	struct fab_cm_event entry;
 
 	next_event(s, FI_CONNECTED, &ep->fid, &entry, NULL, NULL);
 }
 
 static int server(struct side *s)
 {
-	struct cm_event entry;
+	struct fab_cm_event entry;
 	struct fi_info *late = NULL, *held = NULL;
 	struct fid_ep *held_ep = NULL;
 	char gaveup[4096];
@@ -201,10 +153,7 @@ static int server(struct side *s)
 	ssize_t n;
 
 	snprintf(gaveup, sizeof(gaveup), "%s/gaveup", s->sync);
-	MUST(fi_passive_ep(s->fabric, s->info, &s->pep, NULL));
-	MUST(fi_pep_bind(s->pep, &s->eq->fid, 0));
-	MUST(fi_listen(s->pep));
-	printf("listening\n");
+	fab_listen(&s->f);
 	fflush(stdout);
 
 	for (size_t k = 0; k < s->nrun; k++) {
@@ -216,8 +165,8 @@ static int server(struct side *s)
 		int ret;
 
 		/* M: the request stays in the EQ (peeked at, never read) */
-		n = fi_eq_sread(s->eq, &event, &entry, sizeof(entry),
-				TIMEOUT_MS, cases[c].id == 'M' ? FI_PEEK : 0);
+		n = fi_eq_sread(s->f.eq, &event, &entry, sizeof(entry),
+				FAB_TIMEOUT_MS, cases[c].id == 'M' ? FI_PEEK : 0);
 		if (n < (ssize_t)sizeof(entry.e) + 1 || event != FI_CONNREQ) {
 			printf("FAIL: waiting for the request of case %c: %zd, event %u\n",
 			       cases[c].id, n, event);
@@ -241,16 +190,16 @@ static int server(struct side *s)
 			MUST(fi_close(&ep->fid));
 			break;
 		case 'B':
-			MUST(fi_reject(s->pep, handle, "no", 3));
+			MUST(fi_reject(s->f.pep, handle, "no", 3));
 			fi_freeinfo(info);
 			break;
 		case 'C':
 			fi_freeinfo(info);
-			MUST(fi_reject(s->pep, handle, NULL, 0));
+			MUST(fi_reject(s->f.pep, handle, NULL, 0));
 			break;
 		case 'D':
 			ep = open_ep(s, info);
-			MUST(fi_reject(s->pep, handle, NULL, 0));
+			MUST(fi_reject(s->f.pep, handle, NULL, 0));
 			MUST(fi_close(&ep->fid));
 			fi_freeinfo(info);
 			break;
@@ -258,7 +207,7 @@ static int server(struct side *s)
 			ep = open_ep(s, info);
 			MUST(fi_close(&ep->fid));
 			/* closing the endpoint refused it already: either answer */
-			ret = fi_reject(s->pep, handle, NULL, 0);
+			ret = fi_reject(s->f.pep, handle, NULL, 0);
 			printf("  fi_reject after the close: %d\n", ret);
 			fi_freeinfo(info);
 			break;
@@ -274,11 +223,11 @@ static int server(struct side *s)
 				return 1;
 			}
 			if (id == 'F') {
-				ret = fi_reject(s->pep, handle, NULL, 0);
+				ret = fi_reject(s->f.pep, handle, NULL, 0);
 				MUST(fi_close(&ep->fid));
 			} else {
 				MUST(fi_close(&ep->fid));
-				ret = fi_reject(s->pep, handle, NULL, 0);
+				ret = fi_reject(s->f.pep, handle, NULL, 0);
 			}
 			printf("  fi_reject: %d\n", ret);
 			fi_freeinfo(info);
@@ -290,7 +239,7 @@ static int server(struct side *s)
 		case 'I':
 			ep = open_ep(s, info);
 			MUST(fi_accept(ep, NULL, 0));
-			ret = fi_reject(s->pep, handle, NULL, 0);
+			ret = fi_reject(s->f.pep, handle, NULL, 0);
 			printf("  fi_reject after fi_accept: %d (%s)\n", ret, fi_strerror(-ret));
 			if (!ret) {
 				printf("FAIL: fi_reject of an accepted request succeeded\n");
@@ -338,11 +287,11 @@ static int server(struct side *s)
 			break;
 		}
 	}
-	MUST(fi_close(&s->pep->fid));
-	s->pep = NULL;
+	MUST(fi_close(&s->f.pep->fid));
+	s->f.pep = NULL;
 	if (late) {
 		struct fid_ep *ep;
-		int ret = fi_endpoint(s->domain, late, &ep, NULL);
+		int ret = fi_endpoint(s->f.domain, late, &ep, NULL);
 
 		printf("case N: fi_endpoint after the listener's close: %d (%s)\n", ret,
 		       fi_strerror(-ret));
@@ -374,7 +323,7 @@ static int client(struct side *s)
 	snprintf(gaveup, sizeof(gaveup), "%s/gaveup", s->sync);
 	for (size_t k = 0; k < s->nrun; k++) {
 		size_t c = s->run[k];
-		struct cm_event entry;
+		struct fab_cm_event entry;
 		struct fi_eq_err_entry err;
 		uint8_t err_data[8] = { 0 };
 		struct fid_ep *ep;
@@ -382,8 +331,8 @@ static int client(struct side *s)
 
 		if (cases[c].client == TIMEDOUT)
 			setenv("FI_EFI_CONNECT_TIMEOUT", "1000", 1);
-		ep = open_ep(s, s->info);
-		MUST(fi_connect(ep, s->info->dest_addr, &id, 1));
+		ep = open_ep(s, s->f.info);
+		MUST(fi_connect(ep, s->f.info->dest_addr, &id, 1));
 		unsetenv("FI_EFI_CONNECT_TIMEOUT");
 		switch (cases[c].client) {
 		case CONNECTED:
@@ -410,7 +359,7 @@ static int client(struct side *s)
 				FILE *f;
 
 				printf("case %c: %s\n", id,
-				       fi_eq_strerror(s->eq, err.prov_errno, err.err_data, why,
+				       fi_eq_strerror(s->f.eq, err.prov_errno, err.err_data, why,
 						      sizeof(why)));
 				f = fopen(gaveup, "w");
 
@@ -430,7 +379,7 @@ static int client(struct side *s)
 	}
 	/* L, N, O and M: refused when the server closes its passive endpoint */
 	for (int i = 0; i < nlater; i++) {
-		struct cm_event entry;
+		struct fab_cm_event entry;
 		struct fi_eq_err_entry err;
 		uint8_t err_data[8];
 
@@ -452,21 +401,18 @@ static int client(struct side *s)
 int main(int argc, char **argv)
 {
 	struct side s = { 0 };
+	const char *ip, *port;
+	bool is_server = fab_args(argc, argv, USAGE, &ip, &port);
+	int first = is_server ? 3 : 4;	/* SYNCDIR */
 	struct fi_info *h;
-	bool is_server;
 	int ret;
 
-	if (argc < 4 || (strcmp(argv[1], "server") && strcmp(argv[1], "client")) ||
-	    (!strcmp(argv[1], "client") && argc < 5)) {
-		fprintf(stderr, "usage: fab-connreq server PORT SYNCDIR [CASES] | "
-			"client IP PORT SYNCDIR [CASES]\n");
+	if (argc <= first) {
+		fprintf(stderr, "usage: %s\n", USAGE);
 		return 2;
 	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	is_server = !strcmp(argv[1], "server");
 	{
-		const char *want = argc > (is_server ? 4 : 5) ? argv[is_server ? 4 : 5]
-							     : DEFAULT_CASES;
+		const char *want = argc > first + 1 ? argv[first + 1] : DEFAULT_CASES;
 
 		if (strlen(want) > sizeof(s.run) / sizeof(s.run[0])) {
 			fprintf(stderr, "fab-connreq: too many cases\n");
@@ -474,21 +420,12 @@ int main(int argc, char **argv)
 		}
 		s.nrun = pick(want, s.run);
 	}
-	h = hints();
-	if (is_server) {
-		s.sync = argv[3];
-		MUST(fi_getinfo(FI_VERSION(1, 17), NULL, argv[2], FI_SOURCE, h, &s.info));
-	} else {
-		s.sync = argv[4];
-		MUST(fi_getinfo(FI_VERSION(1, 17), argv[2], argv[3], 0, h, &s.info));
-	}
+	s.sync = argv[first];
+	h = fab_hints(FI_MSG, 0);
+	fab_getinfo(&s.f, h, is_server, ip, port);
 	fi_freeinfo(h);
 	open_common(&s);
 	ret = is_server ? server(&s) : client(&s);
-	MUST(fi_close(&s.cq->fid));
-	MUST(fi_close(&s.domain->fid));
-	MUST(fi_close(&s.eq->fid));
-	MUST(fi_close(&s.fabric->fid));
-	fi_freeinfo(s.info);
+	fab_close(&s.f);
 	return ret;
 }

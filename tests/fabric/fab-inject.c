@@ -9,7 +9,7 @@
  *     completion of ours ever appears;
  *   - fi_inject of 16449 B is -FI_EINVAL;
  *   - BURST injects of 2 KiB back to back, more than the pool has slots
- *     (the client's CQ of 64 entries gives it 32): -FI_EAGAIN when all are
+ *     (64 slots per CQ): -FI_EAGAIN when all are
  *     in flight, a fi_cq_read (which finds nothing to report) gives them
  *     back, every message arrives intact and in order;
  *   - fi_sendmsg(FI_INJECT) of 8 KiB and fi_writemsg(FI_INJECT) of 12 KiB
@@ -259,7 +259,8 @@ int main(int argc, char **argv)
 {
 	struct side *s = calloc(1, sizeof(*s));
 	const char *ip, *port;
-	bool is_server = fab_args(argc, argv, NULL, &ip, &port);
+	bool is_server = fab_args(argc, argv, "fab-inject server PORT | client IP PORT", &ip,
+				  &port);
 	struct fi_info *h = fab_hints(FI_MSG | FI_RMA, FI_CONTEXT | FI_RX_CQ_DATA);
 	int ret;
 

@@ -11,73 +11,21 @@
  *
  * Exit status 0 when every message carried its data.
  */
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
-#define TIMEOUT_MS 30000
+#include "fabtest.h"
+
 #define DATA_X 0x1234abcdu
 #define NMSG 4
-
-#define MUST(call) do { \
-	int must_ret_ = (int)(call); \
-	if (must_ret_) { \
-		printf("FAIL: %s: %d (%s)\n", #call, must_ret_, fi_strerror(-must_ret_)); \
-		exit(1); \
-	} \
-} while (0)
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* The next completion (progressing rxm by reading), or exit. */
-static struct fi_cq_data_entry next_comp(struct fid_cq *cq, const char *what)
-{
-	struct fi_cq_data_entry e;
-	double end = now_ms() + TIMEOUT_MS;
-
-	while (now_ms() < end) {
-		ssize_t n = fi_cq_read(cq, &e, 1);
-
-		if (n == 1)
-			return e;
-		if (n == -FI_EAVAIL) {
-			struct fi_cq_err_entry err = { 0 };
-
-			fi_cq_readerr(cq, &err, 0);
-			printf("FAIL: %s: error completion %d (%s)\n", what, err.err,
-			       fi_strerror(err.err));
-			exit(1);
-		}
-		if (n != -FI_EAGAIN) {
-			printf("FAIL: %s: fi_cq_read %zd\n", what, n);
-			exit(1);
-		}
-	}
-	printf("FAIL: %s: nothing in %d ms\n", what, TIMEOUT_MS);
-	exit(1);
-}
 
 int main(int argc, char **argv)
 {
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE };
 	struct fi_av_attr av_attr = { .type = FI_AV_MAP };
-	struct fi_info *h = fi_allocinfo(), *info;
+	struct fi_info *h, *info;
+	struct fab_side f = { 0 };
 	struct fid_fabric *fabric;
 	struct fid_domain *dom;
 	struct fid_av *av;
@@ -87,25 +35,15 @@ int main(int argc, char **argv)
 	static const uint64_t datas[NMSG] = { 0, DATA_X, 0, DATA_X };
 	char buf[NMSG][64];
 	struct fi_context ctx[NMSG];
-	bool is_server;
+	const char *ip, *port;
+	bool is_server = fab_args(argc, argv, "fab-rdm server PORT | client IP PORT", &ip, &port);
 
-	if (!h || argc < 3 || (strcmp(argv[1], "server") && strcmp(argv[1], "client")) ||
-	    (!strcmp(argv[1], "client") && argc < 4)) {
-		fprintf(stderr, "usage: fab-rdm server PORT | client IP PORT\n");
-		return 2;
-	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	is_server = !strcmp(argv[1], "server");
+	h = fab_hints(FI_MSG | FI_TAGGED, 0);
 	h->ep_attr->type = FI_EP_RDM;
-	h->caps = FI_MSG | FI_TAGGED;
-	h->mode = 0;
-	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-				  FI_MR_PROV_KEY;
+	free(h->fabric_attr->prov_name);
 	h->fabric_attr->prov_name = strdup("efi;ofi_rxm");
-	if (is_server)
-		MUST(fi_getinfo(FI_VERSION(1, 17), NULL, argv[2], FI_SOURCE, h, &info));
-	else
-		MUST(fi_getinfo(FI_VERSION(1, 17), argv[2], argv[3], 0, h, &info));
+	fab_getinfo(&f, h, is_server, ip, port);
+	info = f.info;
 	fi_freeinfo(h);
 	if (!info->domain_attr->cq_data_size) {
 		printf("FAIL: efi;ofi_rxm offers no remote CQ data (cq_data_size 0)\n");
@@ -133,7 +71,7 @@ int main(int argc, char **argv)
 				      7, 0, &ctx[i]));
 		printf("listening\n");
 		for (int n = 0; n < NMSG; n++) {
-			struct fi_cq_data_entry e = next_comp(cq, "a message with data");
+			struct fi_cq_data_entry e = fab_poll_comp(cq, "a message with data");
 			int i = (int)((struct fi_context *)e.op_context - ctx);
 
 			if (i < 0 || i >= NMSG || seen[i]) {
@@ -162,7 +100,7 @@ int main(int argc, char **argv)
 		int done = 0;
 
 		for (int i = 0; i < NMSG; i++) {
-			double end = now_ms() + TIMEOUT_MS;
+			double end = fab_now_ms() + FAB_TIMEOUT_MS;
 			ssize_t ret;
 
 			snprintf(buf[i], sizeof(buf[i]), "message %d", i);
@@ -178,19 +116,19 @@ int main(int argc, char **argv)
 							   srv, 7, &ctx[i]);
 				if (ret == -FI_EAGAIN && fi_cq_read(cq, &e, 1) == 1)
 					done++;
-			} while (ret == -FI_EAGAIN && now_ms() < end);
+			} while (ret == -FI_EAGAIN && fab_now_ms() < end);
 			MUST(ret);
 		}
 		for (; done < NMSG; done++)
-			next_comp(cq, "a send's completion");
+			fab_poll_comp(cq, "a send's completion");
 		printf("%d messages sent\n", NMSG);
 	}
 	/* let the other side finish before the connection goes */
 	{
-		double end = now_ms() + 500;
+		double end = fab_now_ms() + 500;
 		struct fi_cq_data_entry e;
 
-		while (now_ms() < end)
+		while (fab_now_ms() < end)
 			(void)fi_cq_read(cq, &e, 1);
 	}
 	MUST(fi_close(&ep->fid));

@@ -5,6 +5,16 @@
 
 #include "fabtest.h"
 
+/* An error completion at the head of cq: reported, and the run fails. */
+static void fail_comp_error(struct fid_cq *cq, const char *what)
+{
+	struct fi_cq_err_entry err = { 0 };
+
+	fi_cq_readerr(cq, &err, 0);
+	CHECK(0, "%s: error completion %d (%s), context %p", what, err.err, fi_strerror(err.err),
+	      err.op_context);
+}
+
 struct fi_info *fab_hints(uint64_t caps, uint64_t mode)
 {
 	struct fi_info *h = fi_allocinfo();
@@ -18,11 +28,8 @@ struct fi_info *fab_hints(uint64_t caps, uint64_t mode)
 	return h;
 }
 
-bool fab_args(int argc, char **argv, const char *usage_extra, const char **ip,
-	      const char **port)
+bool fab_args(int argc, char **argv, const char *usage, const char **ip, const char **port)
 {
-	const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
-
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc >= 3 && !strcmp(argv[1], "server")) {
 		*ip = NULL;
@@ -34,8 +41,7 @@ bool fab_args(int argc, char **argv, const char *usage_extra, const char **ip,
 		*port = argv[3];
 		return false;
 	}
-	fprintf(stderr, "usage: %s server PORT%s | client IP PORT%s\n", prog,
-		usage_extra ? usage_extra : "", usage_extra ? usage_extra : "");
+	fprintf(stderr, "usage: %s\n", usage);
 	exit(2);
 }
 
@@ -114,14 +120,27 @@ struct fi_cq_data_entry fab_wait_comp(struct fid_cq *cq, const char *what)
 	struct fi_cq_data_entry e = { 0 };
 	ssize_t n = fi_cq_sread(cq, &e, 1, NULL, FAB_TIMEOUT_MS);
 
-	if (n == -FI_EAVAIL) {
-		struct fi_cq_err_entry err = { 0 };
-
-		fi_cq_readerr(cq, &err, 0);
-		CHECK(0, "%s: error completion %d (%s), context %p", what, err.err,
-		      fi_strerror(err.err), err.op_context);
-	}
+	if (n == -FI_EAVAIL)
+		fail_comp_error(cq, what);
 	CHECK(n == 1, "%s: fi_cq_sread %zd (%s)", what, n, n < 0 ? fi_strerror((int)-n) : "-");
+	return e;
+}
+
+struct fi_cq_data_entry fab_poll_comp(struct fid_cq *cq, const char *what)
+{
+	struct fi_cq_data_entry e = { 0 };
+	double end = fab_now_ms() + FAB_TIMEOUT_MS;
+
+	while (fab_now_ms() < end) {
+		ssize_t n = fi_cq_read(cq, &e, 1);
+
+		if (n == 1)
+			return e;
+		if (n == -FI_EAVAIL)
+			fail_comp_error(cq, what);
+		CHECK(n == -FI_EAGAIN, "%s: fi_cq_read %zd (%s)", what, n, fi_strerror((int)-n));
+	}
+	CHECK(0, "%s: nothing in %d ms", what, FAB_TIMEOUT_MS);
 	return e;
 }
 

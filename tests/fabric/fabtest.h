@@ -72,11 +72,11 @@ struct fab_side {
 /* Hints for the efi provider: FI_EP_MSG, caps, mode, FAB_MR_MODE. */
 struct fi_info *fab_hints(uint64_t caps, uint64_t mode);
 
-/* The command line "PROG server PORT" or "PROG client IP PORT": true for
- * the server; *ip (NULL for the server) and *port set.  Exits 2 with
- * usage (the program's further arguments after it) when it is neither. */
-bool fab_args(int argc, char **argv, const char *usage_extra, const char **ip,
-	      const char **port);
+/* The command line "PROG server PORT ..." or "PROG client IP PORT ...":
+ * true for the server; *ip (NULL for the server) and *port set.  Exits 2
+ * after printing "usage: USAGE" when it is neither.  Line-buffers stdout
+ * (the test scripts read it while the program runs). */
+bool fab_args(int argc, char **argv, const char *usage, const char **ip, const char **port);
 
 /* s->info from fi_getinfo: the server's with FI_SOURCE on port, the
  * client's towards ip:port. */
@@ -106,6 +106,11 @@ void fab_take_connreq(struct fab_side *s);
  * reported).  Any CQ format but tagged: the entry is read into a
  * fi_cq_data_entry. */
 struct fi_cq_data_entry fab_wait_comp(struct fid_cq *cq, const char *what);
+
+/* The next completion on cq by fi_cq_read (a CQ without a wait object:
+ * reading is what progresses ofi_rxm), which must not be an error;
+ * FAB_TIMEOUT_MS at most. */
+struct fi_cq_data_entry fab_poll_comp(struct fid_cq *cq, const char *what);
 
 /* Closes every object of s that is open, in reverse order, and frees
  * s->info; each close must succeed. */
