@@ -306,10 +306,13 @@ START_TEST(test_selective_read)
 		(unsigned long long)c.drops);
 	/* N MiB in 1424-byte responses: ~5,900.  Dropping a reordered
 	 * response and asking again from it resent the rest of its chunk
-	 * each time: 31,000 responses and 580 requests twice at 5%. */
+	 * each time: 31,000 responses and 580 requests twice at 5%.  A
+	 * quiet run sees ~35 duplicate requests, a heavily loaded one ~60
+	 * (spurious timeouts while the process did not run): the bound
+	 * is far below the old behaviour, not at the quiet figure. */
 	if (_i == 1) {
 		ck_assert_uint_le(r.tx_packets, (uint64_t)N * (LEN / 1024) * 6 / 5);
-		ck_assert_uint_le(r.duplicates, 50);
+		ck_assert_uint_le(r.duplicates, 200);
 	}
 	efi_dereg_mr(ms);
 	efi_dereg_mr(md);
