@@ -14,7 +14,10 @@
  *     back, every message arrives intact and in order;
  *   - fi_sendmsg(FI_INJECT) of 8 KiB and fi_writemsg(FI_INJECT) of 12 KiB
  *     complete once each, with their own contexts; fi_inject_write of
- *     4 KiB lands.
+ *     4 KiB lands;
+ *   - an endpoint without a transmit CQ (the server's, bound for FI_RECV
+ *     only) injects BACK messages of 4 KiB to the client: its own pool,
+ *     which it reaps from its own CQ, and every message arrives intact.
  *
  *   fab-inject server PORT
  *   fab-inject client IP PORT
@@ -32,6 +35,8 @@
 #define WRITE_OFF	0		/* fi_inject_write: 4 KiB here */
 #define WRITEMSG_OFF	8192		/* fi_writemsg FI_INJECT: 12 KiB here */
 #define WIN		(WRITEMSG_OFF + 12288)
+#define BACK		100		/* the server's injects, 4 KiB each */
+#define BACK_LEN	4096
 
 struct target {
 	uint64_t addr, key;
@@ -113,7 +118,17 @@ static int server(struct side *s)
 	t = (struct target){ (uint64_t)(uintptr_t)(s->buf + (size_t)NRECV * SLOT),
 			     fi_mr_key(s->f.mr) };
 	fab_listen(&s->f);
-	fab_take_connreq(&s->f);
+	{
+		/* receives only: its injects have no CQ to complete on */
+		struct fab_cm_event ev;
+
+		fab_wait_event(s->f.eq, FI_CONNREQ, &ev, "FI_CONNREQ");
+		MUST(fi_endpoint(s->f.domain, ev.e.info, &s->f.ep, NULL));
+		fi_freeinfo(ev.e.info);
+		MUST(fi_ep_bind(s->f.ep, &s->f.eq->fid, 0));
+		MUST(fi_ep_bind(s->f.ep, &s->f.cq->fid, FI_RECV));
+		MUST(fi_enable(s->f.ep));
+	}
 	for (unsigned int i = 0; i < NRECV; i++)
 		MUST(fi_recv(s->f.ep, s->buf + (size_t)i * SLOT, SLOT, desc, 0, &s->ctx[i]));
 	MUST(fi_accept(s->f.ep, &t, sizeof(t)));
@@ -137,6 +152,18 @@ static int server(struct side *s)
 	expect_pat(s->buf + (size_t)NRECV * SLOT + WRITEMSG_OFF, 1001, 12288,
 		   "fi_writemsg FI_INJECT");
 	printf("fi_inject_write 4 KiB and fi_writemsg FI_INJECT 12 KiB landed\n");
+	/* back to the client from an endpoint without a transmit CQ */
+	for (unsigned int i = 0; i < BACK; i++) {
+		uint8_t *p = s->buf;	/* slot 0: its message was checked */
+		ssize_t ret;
+
+		fill(p, 2000 + i, BACK_LEN);
+		while ((ret = fi_inject(s->f.ep, p, BACK_LEN, 0)) == -FI_EAGAIN)
+			;	/* the provider reaps the endpoint's own CQ */
+		CHECK(ret == 0, "inject %u back: %zd (%s)", i, ret, fi_strerror((int)-ret));
+		memset(p, 0xee, BACK_LEN);
+	}
+	printf("%d injects of 4 KiB sent back without a transmit CQ\n", BACK);
 	fab_wait_event(s->f.eq, FI_SHUTDOWN, NULL, "the peer's fi_shutdown");
 	fab_close(&s->f);
 	free(s->buf);
@@ -199,9 +226,12 @@ static int client(struct side *s)
 	bool seen[2] = { false, false };
 	ssize_t ret;
 
-	open_side(s, 2 * SLOT);
+	open_side(s, 2 * SLOT + (size_t)BACK * BACK_LEN);
 	buf = s->buf;
 	fab_open_ep(&s->f, s->f.info);
+	for (unsigned int i = 0; i < BACK; i++)
+		MUST(fi_recv(s->f.ep, buf + 2 * SLOT + (size_t)i * BACK_LEN, BACK_LEN,
+			     fi_mr_desc(s->f.mr), 0, &s->ctx[2 + i]));
 	MUST(fi_connect(s->f.ep, s->f.info->dest_addr, NULL, 0));
 	fab_wait_event(s->f.eq, FI_CONNECTED, &ev, "FI_CONNECTED");
 	memcpy(&t, ev.data, sizeof(t));
@@ -240,12 +270,24 @@ static int client(struct side *s)
 		CHECK(k >= 0 && k < 2 && !seen[k], "a completion with context %p", e.op_context);
 		seen[k] = true;
 	}
-	fill(buf, 4 + BURST, 4);
-	POST(s, NULL, fi_inject(s->f.ep, buf, 4, 0));
 	printf("fi_writemsg/fi_sendmsg FI_INJECT: one completion each, their contexts\n");
-	/* nothing else may surface: no inject completes */
+	/* nothing else may surface: no inject completes (and the server
+	 * sends nothing back before our "done") */
 	ret = fi_cq_read(s->f.cq, &ev, 1);
 	CHECK(ret == -FI_EAGAIN, "a completion nobody asked for: %zd", ret);
+	fill(buf, 4 + BURST, 4);
+	POST(s, NULL, fi_inject(s->f.ep, buf, 4, 0));
+	for (unsigned int i = 0; i < BACK; i++) {
+		struct fi_cq_data_entry e = fab_wait_comp(s->f.cq, "a message back");
+		char what[48];
+
+		CHECK(e.op_context == &s->ctx[2 + i] && e.len == BACK_LEN,
+		      "message back %u: context %p (expected %p), %zu bytes", i, e.op_context,
+		      (void *)&s->ctx[2 + i], e.len);
+		snprintf(what, sizeof(what), "message back %u", i);
+		expect_pat(buf + 2 * SLOT + (size_t)i * BACK_LEN, 2000 + i, BACK_LEN, what);
+	}
+	printf("%d messages back from an endpoint without a transmit CQ: intact\n", BACK);
 
 	MUST(fi_shutdown(s->f.ep, 0));
 	fab_wait_event(s->f.eq, FI_SHUTDOWN, NULL, "our own fi_shutdown");
