@@ -110,7 +110,9 @@ lossy_finish() {
 	wait "${LOSSY_SPID[$name]}" 2>/dev/null || src=$?
 	_lossy_show "$TMPD/$name.server" "$name server"
 	_lossy_show "$TMPD/$name.client" "$name client"
-	[ "$crc" = 0 ] && [ "$src" = 0 ] || lossy_dump_net
+	if [ "$crc" != 0 ] || [ "$src" != 0 ]; then
+		lossy_dump_net
+	fi
 	[ "$crc" != 124 ] || fail "$name: the client was still running after LOSSY_TIMEOUT = $LOSSY_TIMEOUT s: killed (a hang, or far too slow; its progress is above)"
 	[ "$crc" = 0 ] || fail "$name: the client exited $crc (output above)"
 	[ "$src" = 0 ] || fail "$name: the server exited $src (output above)"
