@@ -156,7 +156,7 @@ int efi_cm_take_event(struct efi_cm_id *id, const struct ctl_reply *f, struct ef
 	case EFI_CM_EV_DISCONNECTED:
 		ev->event = EFI_CM_EVENT_DISCONNECTED;
 		ev->reject_reason = (int)u32_of(tb, EFI_A_CM_REASON); /* 0 or DETACHED */
-		efi_cm_qp_to_error(id);
+		/* the QP to ERR: the caller's, before it delivers ev */
 		id->closed = true;
 		return 0;
 	default:

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <efi/efi_cm.h>
@@ -54,6 +55,8 @@ struct efi_cm_id {
 	bool watching;			/* registered with the context's watcher */
 	bool dead;			/* the channel failed (watcher only) */
 	uint64_t token;			/* the watcher's slot and generation */
+	bool in_batch;			/* its DISCONNECTED waits for the batch's QP
+					 * work (under the watcher's lock) */
 	int ready_fd;			/* eventfd (semaphore): one count per queued event */
 	pthread_mutex_t lock;		/* the event queue, and sending on ctl */
 	struct queued_event *events, *events_tail;
@@ -66,11 +69,15 @@ struct efi_cm_id *efi_cm_id_new(enum cm_id_kind kind, struct efi_context *ctx, b
 void efi_cm_id_free(struct efi_cm_id *id);
 int efi_cm_qp_to_rts(struct efi_cm_id *id, uint32_t key);
 void efi_cm_qp_to_error(struct efi_cm_id *id);
+/* The QPs of n ids of ONE context to ERR with one transport run. */
+void efi_cm_qps_to_error(struct efi_cm_id *const *ids, size_t n);
 void efi_cm_bind_qp(struct efi_cm_id *id, struct efi_qp *qp);
 void efi_cm_unbind_id(struct efi_cm_id *id);
 
 /* cm_event.c */
-/* Turns one frame into *ev, doing the QP work it stands for.  Returns 0
+/* Turns one frame into *ev, doing the QP work it stands for, except for
+ * DISCONNECTED: its QP to ERR is the caller's (the watcher moves all QPs of
+ * a batch of DISCONNECTEDs at once, efi_cm_qps_to_error).  Returns 0
  * (deliver ev), EAGAIN (nothing for the application), or an errno. */
 int efi_cm_take_event(struct efi_cm_id *id, const struct ctl_reply *f, struct efi_cm_event *ev);
 
