@@ -68,6 +68,10 @@ static void sock_free(struct cm_sock *s)
 	free(s);
 }
 
+/* Bytes of datagrams a CM socket may hold unread (the kernel doubles it
+ * for its bookkeeping): some 8,000 CM messages. */
+#define CM_SOCK_RCVBUF (8 * 1024 * 1024)
+
 struct make_cm_socket {
 	unsigned port;
 	int fd;
@@ -96,6 +100,15 @@ static int make_cm_socket_in_netns(void *ud)
 	if (setsockopt(m->fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &on, sizeof(on)) < 0 ||
 	    setsockopt(m->fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof(on)) < 0)
 		goto fail;
+	/* Room for bursts: a process with 1,000 connections dies and its
+	 * peers' efid gets 1,000 DREQs at once (and this one their DREPs);
+	 * the default 208 KiB held about 200 of them, the rest were dropped
+	 * and waited for a resend 50-150 ms later (issue 18).  FORCE goes
+	 * past net.core.rmem_max with CAP_NET_ADMIN; without it the plain
+	 * option gets what the sysctl allows, and less is no error. */
+	int rcvbuf = CM_SOCK_RCVBUF;
+	if (setsockopt(m->fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
+		(void)setsockopt(m->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	m->step = "bind";
 	if (bind(m->fd, (struct sockaddr *)&sin6, sizeof(sin6)) < 0)
 		goto fail;
