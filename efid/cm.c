@@ -120,11 +120,33 @@ static struct cm_conn *conn_find(struct efid *d, bool active, uint64_t tid,
 	return NULL;
 }
 
-/* c waits for a time: the tick looks at it from now on. */
+/* When c next needs the tick: its deadline or its next resend. */
+static uint64_t conn_due(const struct cm_conn *c)
+{
+	uint64_t due = c->deadline ? c->deadline : UINT64_MAX;
+	if (c->resending && c->next_send < due)
+		due = c->next_send;
+	return due;
+}
+
+/* c waits for a time: the tick looks at it from now on, and comes no later
+ * than c is due.  The tick sleeps until the earliest record is due rather
+ * than walking every record every TICK_USEC: 1,000 connections lingering
+ * 2 s after their peer died made that walk most of efid's work while it
+ * relayed their DREQs (issue 18). */
 static void tick_on(struct efid *d, struct cm_conn *c)
 {
+	sd_event_source *t = d->cm->tick;
+	uint64_t due = conn_due(c), at = 0;
+	int en = SD_EVENT_OFF;
 	cm_timed_add(d->cm, c);
-	sd_event_source_set_enabled(d->cm->tick, SD_EVENT_ON);
+	if (due == UINT64_MAX)
+		due = now_usec(d) + TICK_USEC; /* cannot happen: it waits for something */
+	sd_event_source_get_enabled(t, &en);
+	sd_event_source_get_time(t, &at);
+	if (en == SD_EVENT_OFF || due < at)
+		sd_event_source_set_time(t, due);
+	sd_event_source_set_enabled(t, SD_EVENT_ON);
 }
 
 /* Sends m now and keeps resending it until answered (resend) or not. */
@@ -636,7 +658,7 @@ static int on_tick(sd_event_source *s, uint64_t scheduled, void *userdata)
 	struct efid *d = userdata;
 	bool waiting = false;
 	/* not `scheduled`: after a pause of the timer that is long past */
-	uint64_t usec = now_usec(d);
+	uint64_t usec = now_usec(d), due_min = UINT64_MAX;
 	(void)scheduled;
 
 	/* only the records waiting for a time, not every connection */
@@ -646,6 +668,7 @@ static int on_tick(sd_event_source *s, uint64_t scheduled, void *userdata)
 			c->deadline = 0;
 			conn_expire(d, c); /* may free c, never another record */
 			waiting = true; /* c may wait again: look once more */
+			due_min = 0;
 			continue;
 		}
 		if (c->resending && usec >= c->next_send) {
@@ -653,13 +676,17 @@ static int on_tick(sd_event_source *s, uint64_t scheduled, void *userdata)
 			c->rto = c->rto * 2 > RTO_MAX_USEC ? RTO_MAX_USEC : c->rto * 2;
 			c->next_send = usec + c->rto;
 		}
-		if (!c->resending && !c->deadline)
+		if (!c->resending && !c->deadline) {
 			cm_timed_del(d->cm, c);
-		else
+		} else {
 			waiting = true;
+			if (conn_due(c) < due_min)
+				due_min = conn_due(c);
+		}
 	}
+	/* no sooner than a tick from now: records due together go together */
 	if (waiting)
-		sd_event_source_set_time(s, usec + TICK_USEC);
+		sd_event_source_set_time(s, due_min > usec + TICK_USEC ? due_min : usec + TICK_USEC);
 	else
 		sd_event_source_set_enabled(s, SD_EVENT_OFF);
 	return 0;

@@ -99,6 +99,7 @@ struct cm {
 	/* cm_persist.c: records waiting to be written, the timer that writes
 	 * them, the end of the time given to take records up after a restart */
 	struct cm_persist_op *persist_head, *persist_tail;
+	uint64_t persist_since;		/* when the oldest queued record came */
 	sd_event_source *persist_timer, *grace_timer;
 	bool no_persist;
 	struct cm_sock *socks;
