@@ -56,3 +56,17 @@ many_wait() {
 many_field() {
 	grep -E "$2" "$TMPD/$1.out" | tail -1 | sed -n "s/.* $3 \([^ ]*\).*/\1/p"
 }
+
+# many_kill_bound WHAT KILLED LAST: the last DISCONNECTED of a killed
+# process's connections must reach the peer within CM_KILL_BOUND_MS (1,000)
+# of the kill.  The issue asks for 100 ms and the tests print the figure
+# (27-102 ms measured on 2 shared cores, load 6-15, also under ASan); the
+# bound is ten times that so that a loaded machine does not fail it, yet a
+# relay that depends on resends (dropped DREQs: 100-340 ms before the CM
+# sockets' larger buffers) or on a timeout (the 2 s DREQ linger, the 10 s
+# restart grace) does.
+many_kill_bound() {
+	local ms=$(( ${3%.*} - $2 ))
+	[ "$ms" -le "${CM_KILL_BOUND_MS:-1000}" ] ||
+		fail "$1: the last DISCONNECTED came $ms ms after the kill (bound ${CM_KILL_BOUND_MS:-1000} ms, target 100 ms)"
+}

@@ -83,6 +83,7 @@ last=$(many_field srv '^disconnected' last)
 many_wait srv 10000 '^all in ERR'
 allerr=$(sed -n 's/^all in ERR at \([0-9]*\).*/\1/p' "$TMPD/srv.out")
 log "client SIGKILLed after the restarts: the server heard DISCONNECTED on all $N after $(( ${first%.*} - killed ))..$(( ${last%.*} - killed )) ms, every QP in ERR after $((allerr - killed)) ms"
+many_kill_bound "client SIGKILLed after the restarts" "$killed" "$last"
 efid_use one
 wait_for 5000 "host one holds no connection" conns_are "$A" 0
 efid_use two
