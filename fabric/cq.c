@@ -31,6 +31,8 @@ static void cq_fill(struct efi_fi_cq *cq)
 	cq->head = 0;
 	n = efi_poll_cq(cq->ecq, EFI_FI_CQ_BATCH, cq->backlog);
 	cq->count = n > 0 ? n : 0;
+	if (n == -EOVERFLOW)
+		cq->overrun = true;
 	/* a large inject's slot is free once its send completed (bounce.c);
 	 * from here on its completion is the operation's own */
 	for (int i = 0; i < cq->count; i++)
@@ -156,6 +158,10 @@ static ssize_t cq_read(struct fid_cq *fcq, void *buf, size_t count)
 		fill_entry(cq, wc, buf, n++);
 	}
 	pthread_mutex_unlock(&cq->lock);
+	/* never "nothing yet" after a lost completion: its QPs are in error
+	 * and whoever waits for it must hear so (issue 20) */
+	if (!n && cq->overrun)
+		return -FI_EOVERRUN;
 	return n ? (ssize_t)n : -FI_EAGAIN;
 }
 

@@ -225,6 +225,9 @@ struct efi_fi_cq {
 	pthread_mutex_t lock;
 	struct efi_wc backlog[EFI_FI_CQ_BATCH];	/* polled, not yet returned */
 	int head, count;
+	/* libefi lost a completion (efi_poll_cq said -EOVERFLOW): once the
+	 * backlog is read, every fi_cq_read says -FI_EOVERRUN */
+	bool overrun;
 	int refs;			/* endpoints bound */
 	struct efi_fi_bounce bounce;	/* large injects of its endpoints */
 };
