@@ -57,6 +57,15 @@ static int take_peer(struct efi_cm_id *id, const struct ctl_attr *tb)
 }
 
 /* The active side's REPLY: the QP to RTS, then tell efid (the RTU). */
+/* The client's QP to RTS, then READY (efid sends the RTU) without
+ * waiting for efid's answer: ESTABLISHED goes to the application at once.
+ * Waiting made every connect pay one more round trip through a busy efid
+ * on its critical path, and the context's one watcher could serve no other
+ * connection meanwhile (issue 18: the set-up median with parallel clients).
+ * The answer comes later on the channel (ready_pending, in order: the only
+ * other request on it, efi_disconnect's, is sent under id->lock and after
+ * this one unless disconnected was set first, and then READY is not sent);
+ * a refusal becomes DISCONNECTED (ready_refused). */
 static int on_reply(struct efi_cm_id *id, const struct ctl_attr *tb)
 {
 	uint32_t key = u32_of(tb, EFI_A_CM_KEY);
@@ -67,20 +76,70 @@ static int on_reply(struct efi_cm_id *id, const struct ctl_attr *tb)
 		r = efi_cm_qp_to_rts(id, key);
 	if (r == 0) {
 		struct ctl_buf b;
-		struct ctl_reply rep;
 		efi_cm_begin(&b, EFI_CTL_CM_READY);
-		r = efi_cm_call(id, &b, &rep);
-		if (r == 0)
-			ctl_reply_free(&rep);
+		r = -ctl_msg_end(&b);
+		pthread_mutex_lock(&id->lock);
+		if (r == 0 && !atomic_load(&id->disconnected)) {
+			r = -ctl_client_send(id->ctl, &b);
+			id->ready_pending = r == 0;
+		}
+		pthread_mutex_unlock(&id->lock);
+		ctl_buf_free(&b);
 	}
 	return r;
+}
+
+/* A reply frame on a connection: READY's, when one is pending.  True when
+ * efid refused it (the record was no longer waiting for READY: its deadline
+ * passed, or the peer went and DISCONNECTED follows anyway). */
+static bool ready_refused(struct efi_cm_id *id, const struct ctl_reply *f)
+{
+	static const struct ctl_policy pol[EFI_A_ERROR + 1] = {
+		[EFI_A_STATUS] = { .kind = CTL_I32 },
+		[EFI_A_ERROR] = { .kind = CTL_STR, .maxlen = 4096 },
+	};
+	struct ctl_attr tb[EFI_A_ERROR + 1];
+	int32_t status = 0;
+	if (f->hdr.type != EFI_CTL_REPLY || !id->ready_pending)
+		return false;
+	id->ready_pending = false;
+	if (ctl_parse(f->payload, f->payload_len, pol, EFI_A_ERROR + 1, tb, NULL) ||
+	    !ctl_has(tb, EFI_A_STATUS))
+		return true; /* not an answer we can read: not a yes */
+	ctl_attr_i32(&tb[EFI_A_STATUS], &status);
+	return status != 0;
+}
+
+/* Gives up a connection from this side: the peer is told DISCONNECTED. */
+static void give_up(struct efi_cm_id *id)
+{
+	id->closed = true;
+	if (atomic_exchange(&id->disconnected, true))
+		return;
+	struct ctl_buf b;
+	efi_cm_begin(&b, EFI_CTL_CM_DISCONNECT);
+	if (ctl_msg_end(&b) == 0) {
+		pthread_mutex_lock(&id->lock);
+		ctl_client_send(id->ctl, &b);
+		pthread_mutex_unlock(&id->lock);
+	}
+	ctl_buf_free(&b);
 }
 
 int efi_cm_take_event(struct efi_cm_id *id, const struct ctl_reply *f, struct efi_cm_event *ev)
 {
 	struct ctl_attr tb[EFI_A_MAX];
-	if (f->hdr.type != EFI_CTL_CM_EVENT)
-		return EAGAIN; /* a late reply */
+	if (f->hdr.type != EFI_CTL_CM_EVENT) {
+		if (!ready_refused(id, f) || id->closed)
+			return EAGAIN; /* an answer nobody waits for */
+		/* ESTABLISHED went out already: the connection ends (the
+		 * caller moves the QP to ERR) */
+		give_up(id);
+		memset(ev, 0, sizeof(*ev));
+		ev->id = id;
+		ev->event = EFI_CM_EVENT_DISCONNECTED;
+		return 0;
+	}
 	if (ctl_parse(f->payload, f->payload_len, event_policy, EFI_A_MAX, tb, NULL) < 0 ||
 	    !ctl_has(tb, EFI_A_CM_EVENT))
 		return EPROTO;
@@ -118,17 +177,7 @@ int efi_cm_take_event(struct efi_cm_id *id, const struct ctl_reply *f, struct ef
 			/* could not follow: give the connection up (the peer
 			 * is told DISCONNECTED) */
 			efi_cm_qp_to_error(id);
-			id->closed = true;
-			if (!atomic_exchange(&id->disconnected, true)) {
-				struct ctl_buf b;
-				efi_cm_begin(&b, EFI_CTL_CM_DISCONNECT);
-				if (ctl_msg_end(&b) == 0) {
-					pthread_mutex_lock(&id->lock);
-					ctl_client_send(id->ctl, &b);
-					pthread_mutex_unlock(&id->lock);
-				}
-				ctl_buf_free(&b);
-			}
+			give_up(id);
 			ev->event = EFI_CM_EVENT_REJECTED;
 			ev->reject_reason = EFI_CM_REJECT_INVALID;
 			return 0;

@@ -35,6 +35,7 @@ struct efi_cm_id {
 	bool closed;			/* the peer is gone (watcher only) */
 	_Atomic bool disconnected;	/* efi_disconnect ran */
 	bool answered;			/* a request: accepted or rejected */
+	bool ready_pending;		/* READY sent, its answer not read (watcher) */
 	struct efi_context *context;
 	struct efi_qp *qp;
 	struct ctl_client *ctl;		/* NULL for a request not yet accepted */

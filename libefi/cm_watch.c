@@ -218,6 +218,7 @@ static bool resume_one(struct efi_cm_watcher *w, struct efi_cm_id *id, struct re
 		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = id->token };
 		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, ctl_client_fd(id->ctl), &ev) == 0) {
 			id->dead = false;
+			id->ready_pending = false; /* its answer went with the old channel */
 			if (atomic_load(&id->disconnected)) {
 				/* efi_disconnect ran while efid was away */
 				struct ctl_buf b;
