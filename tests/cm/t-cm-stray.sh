@@ -11,6 +11,7 @@
 # no host end (JSON null), and keep listing the recorded interface.  ~3 s.
 # shellcheck disable=SC2016 # jq programs: their $names are jq's
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/../integration/lib.sh"
 lib_init sy
 command -v sqlite3 >/dev/null || fail "sqlite3 is not installed (apt-get install sqlite3)"
