@@ -218,6 +218,11 @@ static void qp_flush(struct efi_qp_int *qp)
 
 void efi_qp_to_error(struct efi_qp_int *qp)
 {
+	/* what arrived is acknowledged before the QP stops answering: a
+	 * peer's last send must not fail because our ACK of it was held for
+	 * an answer that now never comes (a DISCONNECTED right after the
+	 * last message: fi_pingpong rdm's flushed send) */
+	efi_xport_send_held_ack(qp->ctx, qp);
 	qp->attr.qp_state = EFI_QPS_ERR;
 	qp->pub.state = EFI_QPS_ERR;
 	qp_flush(qp);

@@ -184,15 +184,14 @@ static unsigned send_all(struct efi_context_int *ctx, struct efi_qp_int *qp, uns
 /* Builds the response at the head of the QP's response queue into
  * ctx->txpkts[n] and addresses it; returns 1 if a packet was built, 0 if
  * the entry had nothing (more) to send.  ctx->lock held. */
-static unsigned build_resp(struct efi_context_int *ctx, struct efi_qp_int *qp, unsigned n)
+static unsigned build_resp_into(struct efi_context_int *ctx, struct efi_qp_int *qp, struct efi_wire_pkt *wp)
 {
 	struct efi_respq_ent *e = &qp->respq[qp->respq_head];
 	bool done;
 	uint8_t path = e->path;
 	size_t len;
 
-	ctx->txpkts[n].buf = ctx->txbuf + (size_t)n * EFI_PKTBUF_SIZE;
-	len = efi_resp_build(qp, e, &ctx->txpkts[n], &done);
+	len = efi_resp_build(qp, e, wp, &done);
 	if (done) {
 		qp->respq_head = (qp->respq_head + 1) % EFI_RESPQ_SLOTS;
 		qp->respq_count--;
@@ -201,11 +200,17 @@ static unsigned build_resp(struct efi_context_int *ctx, struct efi_qp_int *qp, u
 		return 0;
 	/* an ACK on a lane whose uplink is down would be lost: another lane
 	 * carries it (path_table.h) */
-	address_pkt(ctx, qp, &ctx->txpkts[n],
+	address_pkt(ctx, qp, wp,
 		    path < EFI_MAX_PATHS && path < ctx->p.nlanes
 			    ? efi_pt_response_lane(&ctx->pt, path, ctx->p.nlanes)
 			    : (path < EFI_MAX_PATHS ? path : 0));
 	return 1;
+}
+
+static unsigned build_resp(struct efi_context_int *ctx, struct efi_qp_int *qp, unsigned n)
+{
+	ctx->txpkts[n].buf = ctx->txbuf + (size_t)n * EFI_PKTBUF_SIZE;
+	return build_resp_into(ctx, qp, &ctx->txpkts[n]);
 }
 
 /* Whether the QP's ACK waits (ack_hold_ns): it is all the response queue
@@ -243,10 +248,23 @@ static void release_hold(struct efi_context_int *ctx, struct efi_qp_int *qp)
 
 void efi_xport_send_held_ack(struct efi_context_int *ctx, struct efi_qp_int *qp)
 {
+	/* its own buffer: the QP may fail in the middle of a batch being
+	 * built in ctx->txpkts (efi_req_can_send → efi_qp_to_error) */
+	uint8_t buf[EFI_PKTBUF_SIZE];
+	struct efi_wire_pkt wp;
+	const struct efi_respq_ent *e = &qp->respq[qp->respq_head];
+
 	if (!qp->ack_hold_ns)
 		return;
 	release_hold(ctx, qp);
-	efi_xport_flush_qp(ctx, qp);
+	if (qp->respq_count != 1 || e->kind != RESPQ_ACK)
+		return;	/* not held after all: it leaves with the rest */
+	memset(&wp, 0, sizeof(wp));
+	wp.buf = buf;
+	if (build_resp_into(ctx, qp, &wp) && efi_wire_send(ctx->wire, &wp, 1) == 1) {
+		qp->cnt.tx_packets++;
+		qp->cnt.tx_bytes += efi_wire_pkt_size(&wp);
+	}
 }
 
 void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)

@@ -742,12 +742,13 @@ START_TEST(test_piggybacked_acks)
 END_TEST
 
 /* A program that destroys its QP right after its last receive (as
- * ibv_rc_pingpong does) still acknowledges that message: the ACK held for
+ * ibv_rc_pingpong does), or whose QP the connection manager fails then, still
+ * acknowledges that message: the ACK held for
  * an answer (xport.c) leaves before the QP goes, and the peer's send
  * completes instead of ending in RETRY_EXC. */
 START_TEST(test_held_ack_leaves_at_destroy)
 {
-	for (int how = 0; how < 2; how++) {
+	for (int how = 0; how < 3; how++) {
 		struct tpair t;
 		uint8_t src[64], dst[64];
 		struct efi_wc wc;
@@ -765,9 +766,16 @@ START_TEST(test_held_ack_leaves_at_destroy)
 		if (how == 0) {
 			ck_assert_int_eq(efi_destroy_qp(t.qp[1]), 0);
 			t.qp[1] = NULL;
-		} else {
+		} else if (how == 1) {
 			struct efi_qp_attr a = { .qp_state = EFI_QPS_ERR };
 			ck_assert_int_eq(efi_modify_qp(t.qp[1], &a, EFI_QP_STATE), 0);
+		} else {
+			/* as the connection manager ends a connection whose
+			 * peer disconnected (efi_cm_qps_to_error) */
+			struct efi_context_int *c1 = ctx_of(t.ctx[1]);
+			pthread_mutex_lock(&c1->lock);
+			efi_qp_to_error((struct efi_qp_int *)t.qp[1]);
+			pthread_mutex_unlock(&c1->lock);
 		}
 		expect_wc(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
 		efi_dereg_mr(ms);
