@@ -42,6 +42,20 @@ void perf_die(const char *fmt, ...)
 	exit(1);
 }
 
+static struct perf_ctx *closing_pc;
+
+/* The peer went away: for up to 0.2 s, look whether our own QPs are failing
+ * too (perf_poll dies on an error completion, naming it). */
+static void local_errors_first(void)
+{
+	struct efi_wc wc[16];
+	double until = perf_now() + 0.2;
+
+	while (closing_pc && perf_now() < until)
+		for (int q = 0; q < closing_pc->num_qps; q++)
+			perf_poll(closing_pc, &closing_pc->qps[q], wc, 16, false);
+}
+
 double perf_now(void)
 {
 	struct timespec ts;
@@ -283,6 +297,8 @@ int main(int argc, char **argv)
 	} else {
 		perf_cm_connect_qps(&pc);
 	}
+	closing_pc = &pc;
+	oob_peer_closed_hook = local_errors_first;
 	oob_sync(&pc, "connected");
 
 	report_banner(&pc);

@@ -146,6 +146,8 @@ static bool take_line(char *buf, size_t size)
 	return true;
 }
 
+void (*oob_peer_closed_hook)(void);
+
 static bool fill(int fd, int flags)
 {
 	ssize_t r;
@@ -159,8 +161,11 @@ static bool fill(int fd, int flags)
 		return false;
 	if (r < 0)
 		perf_die("lost the connection to the peer: %s", strerror(errno));
-	if (r == 0)
+	if (r == 0) {
+		if (oob_peer_closed_hook)
+			oob_peer_closed_hook();
 		perf_die("the peer closed the connection (see its output for why)");
+	}
 	rx_len += (size_t)r;
 	return true;
 }

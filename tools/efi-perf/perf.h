@@ -124,6 +124,11 @@ void oob_send_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2
 void oob_recv_line(int fd, char *buf, size_t size);
 /* Non-blocking: true and the line in buf when one is complete. */
 bool oob_try_recv_line(int fd, char *buf, size_t size);
+/* Called when the peer closes the exchange connection, before efi-perf
+ * dies saying so: a local completion error, if one is about to surface,
+ * is the better report (a detached interface flushes our work as the
+ * peer gives up).  NULL: none. */
+extern void (*oob_peer_closed_hook)(void);
 void oob_handshake(struct perf_ctx *pc, struct perf_opts *opts);
 void oob_exchange_qps(struct perf_ctx *pc);
 /* A barrier: each side sends "sync TAG" and waits for the peer's. */
