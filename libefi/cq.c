@@ -179,6 +179,7 @@ void efi_cq_push(struct efi_cq_int *cq, const struct efi_wc *wc, bool solicited)
 		 * CQ's QPs and efi_poll_cq reports it */
 		cq->overflows++;
 		atomic_store_explicit(&cq->overflowed, true, memory_order_relaxed);
+		atomic_store_explicit(&ctx_of(cq->pub.context)->cq_lost_any, true, memory_order_relaxed);
 	} else {
 		cq->ring[cq->tail & cq->mask] = *wc;
 		cq->tail = (cq->tail + 1) & cq->mask;

@@ -223,6 +223,9 @@ struct efi_context_int {
 	 * progress thread sends it then if the application has not
 	 * (written under ctx->lock, read racily by progress.c) */
 	_Atomic uint64_t ack_deadline_ns;
+	/* some CQ of the context lost a completion (cq.c): only then does
+	 * the transport look at each QP's CQs (xport.c) */
+	_Atomic bool cq_lost_any;
 	size_t reorder_bytes;		/* what its QPs' reorder buffers hold (reorder.h) */
 	uint32_t next_qp_index;
 	uint32_t next_pd_handle, next_cq_handle;

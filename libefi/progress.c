@@ -105,6 +105,20 @@ static bool app_takes_datagram(struct efi_context_int *ctx)
 	return atomic_load_explicit(&ctx->app_active_ns, memory_order_relaxed) >= woke;
 }
 
+/* How long a nap of at most tick may last with an ACK held until held
+ * (0: none held): until then, never below ACK_NAP_MIN_NS. */
+static uint64_t until_held_ack(uint64_t held, uint64_t tick)
+{
+	uint64_t now;
+
+	if (!held)
+		return tick;
+	now = efi_now_ns();
+	if (held >= now + tick)
+		return tick;
+	return held > now + ACK_NAP_MIN_NS ? held - now : ACK_NAP_MIN_NS;
+}
+
 static void *progress_main(void *arg)
 {
 	struct efi_context_int *ctx = arg;
@@ -123,18 +137,12 @@ static void *progress_main(void *arg)
 		if (app_polling(ctx)) {
 			bool watch = app_took < APP_TAKES_STREAK;
 			uint64_t held = atomic_load_explicit(&ctx->ack_deadline_ns, memory_order_relaxed);
-			uint64_t now = held ? efi_now_ns() : 0;
 
 			/* An ACK held for the application's answer
 			 * (xport.c) leaves by its deadline even if the
 			 * application stopped polling right after taking
 			 * the completion. */
-			tick = APP_BACKOFF_NS;
-			if (held)
-				tick = held > now + ACK_NAP_MIN_NS ? held - now : ACK_NAP_MIN_NS;
-			if (tick > APP_BACKOFF_NS)
-				tick = APP_BACKOFF_NS;
-			if (!nap(ctx, watch, tick, &wire_ready))
+			if (!nap(ctx, watch, until_held_ack(held, APP_BACKOFF_NS), &wire_ready))
 				break;
 			if (!watch)
 				app_took--; /* watch again after this nap */
@@ -162,14 +170,8 @@ static void *progress_main(void *arg)
 		 * changes how long this sleep lasts.  Datagrams the wire holds
 		 * beyond the last batch do not wake a sleeper: no sleep then. */
 		tick = __atomic_load_n(&ctx->busy, __ATOMIC_RELAXED) ? BUSY_TICK_NS : IDLE_TICK_NS;
-		{
-			/* a held ACK leaves by its deadline (xport.c) */
-			uint64_t held = atomic_load_explicit(&ctx->ack_deadline_ns, memory_order_relaxed);
-			uint64_t now = held ? efi_now_ns() : 0;
-
-			if (held && held < now + tick)
-				tick = held > now + ACK_NAP_MIN_NS ? held - now : ACK_NAP_MIN_NS;
-		}
+		/* a held ACK leaves by its deadline (xport.c) */
+		tick = until_held_ack(atomic_load_explicit(&ctx->ack_deadline_ns, memory_order_relaxed), tick);
 		if (efi_now_ns() < spin_until && !efi_wire_pending(ctx->wire)) {
 			struct pollfd pfd = { .fd = efi_wire_fd(ctx->wire), .events = POLLIN };
 			if (poll(&pfd, 1, 0) <= 0)

@@ -181,9 +181,9 @@ static unsigned send_all(struct efi_context_int *ctx, struct efi_qp_int *qp, uns
 	return sent;
 }
 
-/* Builds the response at the head of the QP's response queue into
- * ctx->txpkts[n] and addresses it; returns 1 if a packet was built, 0 if
- * the entry had nothing (more) to send.  ctx->lock held. */
+/* Builds the response at the head of the QP's response queue into wp
+ * (whose buf is the caller's) and addresses it; returns 1 if a packet was
+ * built, 0 if the entry had nothing (more) to send.  ctx->lock held. */
 static unsigned build_resp_into(struct efi_context_int *ctx, struct efi_qp_int *qp, struct efi_wire_pkt *wp)
 {
 	struct efi_respq_ent *e = &qp->respq[qp->respq_head];
@@ -388,10 +388,12 @@ int efi_xport_run(struct efi_context_int *ctx)
 	for (int pass = 0; pass < 2; pass++) {
 		for (struct efi_qp_int *qp = pass ? ctx->qp_list : first; qp && !(pass && qp == first);
 		     qp = qp->next_active) {
-			/* a CQ of its lost a completion: the QP fails, loudly
+			/* a CQ of its lost a completion (checked only once
+			 * one of the context's has): the QP fails, loudly
 			 * (its peer sees it too), rather than leave someone
 			 * waiting for what never comes */
-			if (qp->attr.qp_state != EFI_QPS_ERR && qp->attr.qp_state != EFI_QPS_RESET &&
+			if (atomic_load_explicit(&ctx->cq_lost_any, memory_order_relaxed) &&
+			    qp->attr.qp_state != EFI_QPS_ERR && qp->attr.qp_state != EFI_QPS_RESET &&
 			    (cq_lost(qp->pub.send_cq) || cq_lost(qp->pub.recv_cq)))
 				efi_qp_to_error(qp);
 			efi_req_timers(qp, now);
