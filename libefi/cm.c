@@ -48,7 +48,7 @@ static uint32_t random_psn(void)
 
 /* ---- control connection ----------------------------------------------- */
 
-static void queue_frame(void *ud, struct ctl_reply *frame)
+void efi_cm_queue_frame(void *ud, struct ctl_reply *frame)
 {
 	struct efi_cm_id *id = ud;
 	struct queued_frame *q = calloc(1, sizeof(*q));
@@ -72,7 +72,7 @@ int efi_cm_call(struct efi_cm_id *id, struct ctl_buf *req, struct ctl_reply *rep
 	/* the lock: efi_disconnect may send from another thread meanwhile */
 	pthread_mutex_lock(&id->lock);
 	if (r == 0)
-		r = ctl_client_call_ex(id->ctl, req, NULL, 0, rep, CM_CALL_TIMEOUT_MS, queue_frame, id);
+		r = ctl_client_call_ex(id->ctl, req, NULL, 0, rep, CM_CALL_TIMEOUT_MS, efi_cm_queue_frame, id);
 	pthread_mutex_unlock(&id->lock);
 	ctl_buf_free(req);
 	if (r < 0)
@@ -574,7 +574,14 @@ int efi_disconnect(struct efi_cm_id *id)
 		return 0;
 	/* Sent without waiting: the watcher reads (and drops) the reply.  If
 	 * efid is gone the peer learns it from its efid or its transport. */
+	efi_cm_send_disconnect(id);
+	return 0;
+}
+
+void efi_cm_send_disconnect(struct efi_cm_id *id)
+{
 	struct ctl_buf b;
+
 	efi_cm_begin(&b, EFI_CTL_CM_DISCONNECT);
 	if (ctl_msg_end(&b) == 0) {
 		pthread_mutex_lock(&id->lock);
@@ -582,7 +589,6 @@ int efi_disconnect(struct efi_cm_id *id)
 		pthread_mutex_unlock(&id->lock);
 	}
 	ctl_buf_free(&b);
-	return 0;
 }
 
 int efi_cm_get_fd(const struct efi_cm_id *id)

@@ -116,14 +116,7 @@ static void give_up(struct efi_cm_id *id)
 	id->closed = true;
 	if (atomic_exchange(&id->disconnected, true))
 		return;
-	struct ctl_buf b;
-	efi_cm_begin(&b, EFI_CTL_CM_DISCONNECT);
-	if (ctl_msg_end(&b) == 0) {
-		pthread_mutex_lock(&id->lock);
-		ctl_client_send(id->ctl, &b);
-		pthread_mutex_unlock(&id->lock);
-	}
-	ctl_buf_free(&b);
+	efi_cm_send_disconnect(id);
 }
 
 int efi_cm_take_event(struct efi_cm_id *id, const struct ctl_reply *f, struct efi_cm_event *ev)

@@ -66,6 +66,12 @@ struct efi_cm_id {
 /* cm.c */
 int efi_cm_call(struct efi_cm_id *id, struct ctl_buf *req, struct ctl_reply *rep);
 void efi_cm_begin(struct ctl_buf *b, uint16_t type);
+/* ctl_client_call_ex's handler for frames that arrive during a call: kept
+ * on id's queue, in order, for the watcher (ud is the id). */
+void efi_cm_queue_frame(void *ud, struct ctl_reply *frame);
+/* Tells efid, without waiting for its answer, that id disconnects (the
+ * watcher reads and drops the reply); takes id->lock. */
+void efi_cm_send_disconnect(struct efi_cm_id *id);
 struct efi_cm_id *efi_cm_id_new(enum cm_id_kind kind, struct efi_context *ctx, bool connect);
 void efi_cm_id_free(struct efi_cm_id *id);
 int efi_cm_qp_to_rts(struct efi_cm_id *id, uint32_t key);

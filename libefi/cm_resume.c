@@ -20,22 +20,6 @@
 
 #define RESUME_CALL_TIMEOUT_MS 2000
 
-static void set_aside(void *ud, struct ctl_reply *frame)
-{
-	struct efi_cm_id *id = ud;
-	struct queued_frame *q = calloc(1, sizeof(*q));
-	if (!q) {
-		ctl_reply_free(frame);
-		return;
-	}
-	q->frame = *frame;
-	if (id->queue_tail)
-		id->queue_tail->next = q;
-	else
-		id->queue = q;
-	id->queue_tail = q;
-}
-
 bool efi_cm_resumable(const struct efi_cm_id *id)
 {
 	if (id->kind == ID_LISTENER)
@@ -65,7 +49,7 @@ int efi_cm_resume_try(struct efi_cm_id *id)
 	}
 	r = ctl_msg_end(&b);
 	if (r == 0)
-		r = ctl_client_call_ex(nc, &b, NULL, 0, &rep, RESUME_CALL_TIMEOUT_MS, set_aside, id);
+		r = ctl_client_call_ex(nc, &b, NULL, 0, &rep, RESUME_CALL_TIMEOUT_MS, efi_cm_queue_frame, id);
 	ctl_buf_free(&b);
 	if (r < 0) {
 		ctl_client_close(nc);

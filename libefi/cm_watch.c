@@ -221,14 +221,7 @@ static bool resume_one(struct efi_cm_watcher *w, struct efi_cm_id *id, struct re
 			id->ready_pending = false; /* its answer went with the old channel */
 			if (atomic_load(&id->disconnected)) {
 				/* efi_disconnect ran while efid was away */
-				struct ctl_buf b;
-				efi_cm_begin(&b, EFI_CTL_CM_DISCONNECT);
-				if (ctl_msg_end(&b) == 0) {
-					pthread_mutex_lock(&id->lock);
-					ctl_client_send(id->ctl, &b);
-					pthread_mutex_unlock(&id->lock);
-				}
-				ctl_buf_free(&b);
+				efi_cm_send_disconnect(id);
 			}
 			serve(w, id); /* frames that came with the reply */
 			return true;
