@@ -127,8 +127,8 @@ enum efi_cshm_qp_value {
  * efi_drop_reason_str says them); readers show others by number. */
 #define EFI_CSHM_DROP_REASON_NAMES                                                       \
 	{ "malformed", "bad_version", "unknown_qp", "bad_source", "qp_state",              \
-	  "out_of_window", "injected", "bad_key" }
-#define EFI_CSHM_DROP_REASONS_NAMED 8u
+	  "out_of_window", "injected", "bad_key", "no_receive", "qp_type" }
+#define EFI_CSHM_DROP_REASONS_NAMED 10u
 
 struct efi_countershm_qp {
 	uint32_t qpn;       /* 24 bits */

@@ -23,6 +23,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include <efi/efi.h>
@@ -228,7 +229,7 @@ struct efi_context_int {
 	_Atomic bool cq_lost_any;
 	size_t reorder_bytes;		/* what its QPs' reorder buffers hold (reorder.h) */
 	uint32_t next_qp_index;
-	uint32_t next_pd_handle, next_cq_handle;
+	uint32_t next_pd_handle, next_cq_handle, next_ah_handle;
 
 	/* Congestion control and path parameters of every QP (read at open:
 	 * defaults, then $EFI_CC). */
@@ -523,6 +524,8 @@ struct efi_qp_int {
 	struct efi_srq_int *srq;	/* NULL: the QP's own receive queue */
 	struct efi_rwqe srq_wqe;
 	bool srq_wqe_held;
+
+	uint32_t ud_psn;		/* UD: PSN of the next datagram (ud.c) */
 };
 
 #define qp_of(q) ((struct efi_qp_int *)(q))
@@ -558,6 +561,25 @@ struct efi_srq_int {
  * firing the limit event if that leaves fewer than an armed limit (ctx->lock
  * held).  false if the SRQ is empty. */
 bool efi_srq_take(struct efi_srq_int *srq, struct efi_rwqe *into);
+
+/* A GID holding an IPv4 address (::ffff:a.b.c.d). */
+static inline bool efi_gid_is_v4(const union efi_gid *g)
+{
+	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	return memcmp(g->raw, pfx, 12) == 0;
+}
+
+/* ud.c: unreliable datagram QPs (efi.h, "Unreliable datagram").
+ * efi_ud_transition: the required and optional masks of a UD QP's
+ * transition, false if it does not exist.  efi_ud_post_send: efi_post_send
+ * for a UD QP (ctx->lock held): each datagram leaves before it returns.
+ * efi_ud_receive: a datagram the parser passed, for UD QP qp (ctx->lock
+ * held).  efi_ud_max_msg: the largest UD message, the port's active_mtu. */
+bool efi_ud_transition(enum efi_qp_state cur, enum efi_qp_state next, int *req, int *opt);
+int efi_ud_post_send(struct efi_qp_int *qp, struct efi_send_wr *wr, struct efi_send_wr **bad_wr);
+void efi_ud_receive(struct efi_context_int *ctx, struct efi_qp_int *qp, const struct efi_pkt *pkt,
+		    const struct efi_wire_pkt *wp);
+uint32_t efi_ud_max_msg(const struct efi_context_int *ctx);
 
 /* qp.c */
 /* Moves the QP to ERR and flushes both queues (ctx->lock held). */

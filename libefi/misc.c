@@ -55,6 +55,7 @@ const char *efi_drop_reason_str(enum efi_drop_reason r)
 		[EFI_DROP_UNKNOWN_QP] = "unknown_qp", [EFI_DROP_BAD_SOURCE] = "bad_source",
 		[EFI_DROP_QP_STATE] = "qp_state", [EFI_DROP_OUT_OF_WINDOW] = "out_of_window",
 		[EFI_DROP_INJECTED] = "injected", [EFI_DROP_BAD_KEY] = "bad_key",
+		[EFI_DROP_NO_RECEIVE] = "no_receive", [EFI_DROP_QP_TYPE] = "qp_type",
 	};
 	if ((unsigned)r >= EFI_DROP_REASON_COUNT)
 		return "unknown";

@@ -63,6 +63,12 @@ static const struct opcode_desc opcodes[EFI_OP_COUNT] = {
 		PAYLOAD_NONE, false },
 	[EFI_OP_CMP_SWP] = { "CMP_SWP", EFI_HDR_ATOMIC_ETH, F_FL, F_REQ, PAYLOAD_NONE, true },
 	[EFI_OP_FETCH_ADD] = { "FETCH_ADD", EFI_HDR_ATOMIC_ETH, F_FL, F_REQ, PAYLOAD_NONE, true },
+	/* datagrams: neither requests (nothing acknowledges them, so no
+	 * ACKREQ, no PACK) nor responses */
+	[EFI_OP_UD_SEND_ONLY] = { "UD_SEND_ONLY", EFI_HDR_DETH, F_FL, EFI_PKT_F_SOLICITED,
+		PAYLOAD_ANY, false },
+	[EFI_OP_UD_SEND_ONLY_IMM] = { "UD_SEND_ONLY_IMM", EFI_HDR_DETH | EFI_HDR_IMMDT,
+		F_FL | EFI_PKT_F_IMM, EFI_PKT_F_SOLICITED, PAYLOAD_ANY, false },
 };
 
 #define IMPLIED_FLAGS (EFI_PKT_F_FIRST | EFI_PKT_F_LAST | EFI_PKT_F_IMM)
@@ -116,6 +122,8 @@ static size_t hdr_len_of(const struct opcode_desc *d, uint8_t flags)
 	size_t len = EFI_BASE_HDR_LEN;
 	if (flags & EFI_PKT_F_ACKED)
 		len += EFI_PACK_LEN;
+	if (d->hdrs & EFI_HDR_DETH)
+		len += EFI_DETH_LEN;
 	if (d->hdrs & EFI_HDR_RETH)
 		len += EFI_RETH_LEN;
 	if (d->hdrs & EFI_HDR_ATOMIC_ETH)
@@ -254,6 +262,10 @@ int efi_pkt_parse(const void *buf, size_t len, struct efi_pkt *out)
 			return -EBADMSG;
 		off += EFI_PACK_LEN;
 	}
+	if (d->hdrs & EFI_HDR_DETH) {
+		out->qkey = get32(b + off);
+		off += EFI_DETH_LEN;
+	}
 	if (d->hdrs & EFI_HDR_RETH) {
 		out->reth.va = get64(b + off);
 		out->reth.rkey = get32(b + off + 8);
@@ -352,6 +364,10 @@ size_t efi_pkt_build_hdr(void *buf, size_t cap, const struct efi_pkt *pkt)
 		put32(b + off + 4, (uint32_t)pkt->pack.path << 24 | pkt->pack.psn);
 		put64(b + off + 8, pkt->pack.ts_echo);
 		off += EFI_PACK_LEN;
+	}
+	if (d->hdrs & EFI_HDR_DETH) {
+		put32(b + off, pkt->qkey);
+		off += EFI_DETH_LEN;
 	}
 	if (d->hdrs & EFI_HDR_RETH) {
 		put64(b + off, pkt->reth.va);

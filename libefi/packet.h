@@ -27,6 +27,7 @@
 #define EFI_SACK_LEN		40
 #define EFI_ATOMIC_ACK_ETH_LEN	8
 #define EFI_PACK_LEN		16	/* a request's piggybacked ACK (EFI_PKT_F_ACKED) */
+#define EFI_DETH_LEN		4	/* a datagram's Q_Key (its source QPN is the base header's) */
 /* The largest header any data-carrying request packet has (WRITE_ONLY_IMM:
  * base + RETH + ImmDt); segmentation sizes payloads so that every packet of a
  * message fits the link MTU with it. */
@@ -66,6 +67,10 @@ enum efi_pkt_opcode {
 	EFI_OP_ATOMIC_ACK		= 0x12,
 	EFI_OP_CMP_SWP			= 0x13,
 	EFI_OP_FETCH_ADD		= 0x14,
+	/* Unreliable datagram (UD QPs): one packet is one message, no PSN
+	 * order, no acknowledgement. */
+	EFI_OP_UD_SEND_ONLY		= 0x15,
+	EFI_OP_UD_SEND_ONLY_IMM		= 0x16,
 	EFI_OP_COUNT			/* one past the last valid opcode */
 };
 
@@ -95,6 +100,7 @@ enum efi_pkt_hdr {
 	EFI_HDR_SACK		= 1u << 4,
 	EFI_HDR_ATOMIC_ACK_ETH	= 1u << 5,
 	EFI_HDR_PACK		= 1u << 6,	/* with EFI_PKT_F_ACKED */
+	EFI_HDR_DETH		= 1u << 7,	/* datagrams: the Q_Key */
 };
 
 /* AETH syndrome (IBTA encoding): top 3 bits the kind, low 5 bits its value. */
@@ -132,6 +138,7 @@ struct efi_pkt {
 	uint8_t path;
 	uint64_t tx_ts;		/* sender's clock, ns */
 	uint32_t conn_key;	/* the connection's secret, 0 = none */
+	uint32_t qkey;		/* DETH (datagrams): the receiving QP's Q_Key */
 	unsigned int hdrs;	/* enum efi_pkt_hdr */
 	struct {
 		uint64_t va;
@@ -221,8 +228,14 @@ static inline uint32_t efi_pkt_count(uint64_t len, uint32_t seg)
 const char *efi_pkt_opcode_name(uint8_t opcode);
 
 /* True if the opcode is a request (requester → responder), false for the
- * responses (READ_RESP_*, ACK, ATOMIC_ACK) and unknown opcodes. */
+ * responses (READ_RESP_*, ACK, ATOMIC_ACK), datagrams and unknown opcodes. */
 bool efi_pkt_is_request(uint8_t opcode);
+
+/* True if the opcode is an unreliable datagram's (a UD QP's message). */
+static inline bool efi_pkt_is_datagram(uint8_t opcode)
+{
+	return opcode == EFI_OP_UD_SEND_ONLY || opcode == EFI_OP_UD_SEND_ONLY_IMM;
+}
 
 /*
  * PSN arithmetic, modulo 2^24.  Two PSNs compare by their signed distance:

@@ -100,6 +100,11 @@ int efi_post_send(struct efi_qp *pub, struct efi_send_wr *wr, struct efi_send_wr
 	/* No app_active_ns stamp here: posting does not receive, so a thread
 	 * that only posts must not keep the progress thread away. */
 	pthread_mutex_lock(&ctx->lock);
+	if (qp->pub.qp_type == EFI_QPT_UD) {
+		err = efi_ud_post_send(qp, wr, bad_wr);
+		pthread_mutex_unlock(&ctx->lock);
+		return err;
+	}
 	for (; wr; wr = wr->next) {
 		enum efi_qp_state st = qp->attr.qp_state;
 		uint64_t total;

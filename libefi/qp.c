@@ -84,7 +84,8 @@ struct efi_qp *efi_create_qp(struct efi_pd *pd, struct efi_qp_init_attr *ia)
 	uint32_t idx;
 	unsigned blk;
 
-	if (!pd || !ia || ia->qp_type != EFI_QPT_RC || !ia->send_cq || !ia->recv_cq ||
+	if (!pd || !ia || (ia->qp_type != EFI_QPT_RC && ia->qp_type != EFI_QPT_UD) ||
+	    !ia->send_cq || !ia->recv_cq ||
 	    (ia->srq && ia->srq->context != pd->context) ||
 	    ia->send_cq->context != pd->context || ia->recv_cq->context != pd->context ||
 	    ia->cap.max_send_wr > EFI_MAX_QP_WR || ia->cap.max_recv_wr > EFI_MAX_QP_WR ||
@@ -137,7 +138,7 @@ struct efi_qp *efi_create_qp(struct efi_pd *pd, struct efi_qp_init_attr *ia)
 	qp->pub.send_cq = ia->send_cq;
 	qp->pub.recv_cq = ia->recv_cq;
 	qp->pub.srq = ia->srq;
-	qp->pub.qp_type = EFI_QPT_RC;
+	qp->pub.qp_type = ia->qp_type;
 	qp->pub.state = EFI_QPS_RESET;
 	qp->attr.qp_state = EFI_QPS_RESET;
 	qp->attr.cap = cap;
@@ -326,12 +327,6 @@ static bool transition_masks(enum efi_qp_state cur, enum efi_qp_state next, int 
 	}
 }
 
-static bool gid_is_v4(const union efi_gid *g)
-{
-	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	return memcmp(g->raw, pfx, 12) == 0;
-}
-
 #define EFI_ACCESS_ALL (EFI_ACCESS_LOCAL_WRITE | EFI_ACCESS_REMOTE_WRITE | \
 			EFI_ACCESS_REMOTE_READ | EFI_ACCESS_REMOTE_ATOMIC)
 
@@ -348,7 +343,7 @@ static int check_values(struct efi_qp_int *qp, const struct efi_qp_attr *a, int 
 		return EINVAL;
 	if ((mask & M(AV))) {
 		if (!a->ah_attr.is_global || a->ah_attr.grh.sgid_index >= p->ngids ||
-		    gid_is_v4(&a->ah_attr.grh.dgid) != gid_is_v4(&p->gids[a->ah_attr.grh.sgid_index]))
+		    efi_gid_is_v4(&a->ah_attr.grh.dgid) != efi_gid_is_v4(&p->gids[a->ah_attr.grh.sgid_index]))
 			return EINVAL;
 	}
 	if ((mask & M(PATH_MTU)) &&
@@ -386,7 +381,7 @@ int efi_modify_qp(struct efi_qp *pub, struct efi_qp_attr *a, int mask)
 	const int known = M(STATE) | M(CUR_STATE) | M(ACCESS_FLAGS) | M(PKEY_INDEX) | M(PORT) |
 			  M(AV) | M(PATH_MTU) | M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) |
 			  M(RQ_PSN) | M(MAX_QP_RD_ATOMIC) | M(MIN_RNR_TIMER) | M(SQ_PSN) |
-			  M(MAX_DEST_RD_ATOMIC) | M(DEST_QPN);
+			  M(MAX_DEST_RD_ATOMIC) | M(DEST_QPN) | M(QKEY);
 
 	if (!qp || !a || (mask & ~known))
 		return EINVAL;
@@ -399,7 +394,8 @@ int efi_modify_qp(struct efi_qp *pub, struct efi_qp_attr *a, int mask)
 		goto out;
 	if (next > EFI_QPS_ERR || next == EFI_QPS_SQE)
 		goto out;
-	if (!transition_masks(cur, next, &req, &opt))
+	if (!(qp->pub.qp_type == EFI_QPT_UD ? efi_ud_transition(cur, next, &req, &opt)
+					    : transition_masks(cur, next, &req, &opt)))
 		goto out;
 	if (!(mask & M(STATE)))
 		req &= ~M(STATE);	/* a same-state modify without STATE */
@@ -429,6 +425,8 @@ int efi_modify_qp(struct efi_qp *pub, struct efi_qp_attr *a, int mask)
 	}
 	if (mask & M(ACCESS_FLAGS))
 		qp->attr.qp_access_flags = a->qp_access_flags;
+	if (mask & M(QKEY))
+		qp->attr.qkey = a->qkey;
 	if (mask & M(PORT))
 		qp->attr.port_num = a->port_num;
 	if (mask & M(MIN_RNR_TIMER)) {
@@ -465,13 +463,15 @@ int efi_modify_qp(struct efi_qp *pub, struct efi_qp_attr *a, int mask)
 		efi_retx_init(qp, efi_now_ns());
 		efi_pt_qp_reset(qp->ctx, qp);
 	}
-	if (next == EFI_QPS_RTR && cur == EFI_QPS_INIT) {
+	if (mask & M(SQ_PSN))
+		qp->ud_psn = a->sq_psn;
+	if (next == EFI_QPS_RTR && cur == EFI_QPS_INIT && qp->pub.qp_type == EFI_QPT_RC) {
 		const union efi_gid *dgid = &qp->attr.ah_attr.grh.dgid;
 		memset(&qp->peer, 0, sizeof(qp->peer));
 		qp->peer.sin6_family = AF_INET6;
 		memcpy(&qp->peer.sin6_addr, dgid->raw, 16);
 		qp->peer.sin6_port = htons((uint16_t)efi_lane_port(ctx->p.port_base, 0, qp->attr.dest_qp_num));
-		qp->seg = efi_qp_seg(ctx->p.link_mtu, !gid_is_v4(dgid), qp->attr.path_mtu, ctx->link_seg);
+		qp->seg = efi_qp_seg(ctx->p.link_mtu, !efi_gid_is_v4(dgid), qp->attr.path_mtu, ctx->link_seg);
 		if (qp->seg == 0)
 			goto out;
 		qp->resp_op = RESP_IDLE;

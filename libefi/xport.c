@@ -72,6 +72,14 @@ static void dispatch(struct efi_context_int *ctx, const struct efi_wire_pkt *wp)
 		efi_count_drop(&ctx->dead, EFI_DROP_UNKNOWN_QP);
 		return;
 	}
+	/* a datagram for a UD QP, and nothing else for either */
+	if (__builtin_expect(efi_pkt_is_datagram(pkt.opcode) || qp->pub.qp_type == EFI_QPT_UD, 0)) {
+		if (efi_pkt_is_datagram(pkt.opcode) && qp->pub.qp_type == EFI_QPT_UD)
+			efi_ud_receive(ctx, qp, &pkt, wp);
+		else
+			efi_count_drop(&qp->cnt, EFI_DROP_QP_TYPE);
+		return;
+	}
 	st = qp->attr.qp_state;
 	if (st == EFI_QPS_RESET || st == EFI_QPS_INIT) {
 		efi_count_drop(&qp->cnt, EFI_DROP_QP_STATE);

@@ -257,6 +257,8 @@ EFIV_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_
 	attr->max_srq = e.max_qp;
 	attr->max_srq_wr = e.max_qp_wr;
 	attr->max_srq_sge = e.max_sge;
+	/* UD address handles: heap objects, limited by memory only */
+	attr->max_ah = INT32_MAX;
 	return 0;
 }
 

@@ -64,6 +64,8 @@ void efiv_release_all(struct efiv_context *c)
 	 * not held for unacknowledged ones. */
 	while ((l = first(c, EFIV_QP)))
 		efiv_destroy_qp_now(CONTAINER(l, struct efiv_qp, link), 0);
+	while ((l = first(c, EFIV_AH)))
+		efiv_destroy_ah_now(CONTAINER(l, struct efiv_ah, link));
 	/* no QP left, so no SRQ is busy */
 	while ((l = first(c, EFIV_SRQ)))
 		if (efiv_destroy_srq_now(CONTAINER(l, struct efiv_srq, link), 0))

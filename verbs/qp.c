@@ -94,8 +94,9 @@ static void note_enodev(struct ibv_context *context, int err)
 
 int efiv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
-	int err = efi_post_send(efiv_qp(qp)->eqp, (struct efi_send_wr *)wr,
-				(struct efi_send_wr **)bad_wr);
+	int err = __builtin_expect(qp->qp_type == IBV_QPT_UD, 0)
+		  ? efiv_post_send_ud(qp, wr, bad_wr)
+		  : efi_post_send(efiv_qp(qp)->eqp, (struct efi_send_wr *)wr, (struct efi_send_wr **)bad_wr);
 
 	if (__builtin_expect(err == ENODEV, 0))
 		note_enodev(qp->context, err);
@@ -173,7 +174,9 @@ struct ibv_qp *efiv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 	}
 	/* what a provider without XRC, RSS, TSO or create flags says; create
 	 * flags 0 ask for nothing and are accepted, as rxe and mlx5 do */
-	if ((attr->comp_mask & ~known) || attr->qp_type != IBV_QPT_RC ||
+	/* UD QPs only through ibv_post_send: no ibv_wr_* for them (yet) */
+	if ((attr->comp_mask & ~known) || (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) ||
+	    (attr->qp_type == IBV_QPT_UD && (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && (attr->send_ops_flags & ~ops))) {
 		errno = EOPNOTSUPP;
@@ -193,7 +196,7 @@ struct ibv_qp *efiv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 	e.cap.max_send_sge = attr->cap.max_send_sge;
 	e.cap.max_recv_sge = attr->cap.max_recv_sge;
 	e.cap.max_inline_data = attr->cap.max_inline_data;
-	e.qp_type = EFI_QPT_RC;
+	e.qp_type = attr->qp_type == IBV_QPT_UD ? EFI_QPT_UD : EFI_QPT_RC;
 	e.sq_sig_all = attr->sq_sig_all;
 	qp->eqp = efi_create_qp(efiv_pd(pd)->epd, &e);
 	if (!qp->eqp) {
@@ -219,7 +222,7 @@ struct ibv_qp *efiv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init
 	qp->ibqp.handle = qp->eqp->handle;
 	qp->ibqp.qp_num = qp->eqp->qp_num;
 	qp->ibqp.state = IBV_QPS_RESET;
-	qp->ibqp.qp_type = IBV_QPT_RC;
+	qp->ibqp.qp_type = attr->qp_type;
 	pthread_mutex_init(&qp->ibqp.mutex, NULL);
 	pthread_cond_init(&qp->ibqp.cond, NULL);
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
@@ -296,7 +299,7 @@ EFIV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int at
 	init_attr->cap.max_send_sge = ei.cap.max_send_sge;
 	init_attr->cap.max_recv_sge = ei.cap.max_recv_sge;
 	init_attr->cap.max_inline_data = ei.cap.max_inline_data;
-	init_attr->qp_type = IBV_QPT_RC;
+	init_attr->qp_type = qp->qp_type;
 	init_attr->sq_sig_all = ei.sq_sig_all;
 	qp->state = attr->qp_state;
 	return 0;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Verbs EFI has no counterpart for: address handles (UD), multicast,
+ * Verbs EFI has no counterpart for: multicast,
  * re-registration, imported objects, ECE, dma-buf MRs.
  * They exist so that every ibv_* a program binds to is ours (never the real
  * libibverbs'), and fail the way libibverbs fails for a provider that lacks
@@ -15,35 +15,6 @@
 #include "verbs_int.h"
 
 #define UNSUPPORTED_PTR do { errno = EOPNOTSUPP; return NULL; } while (0)
-
-EFIV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
-{
-	(void)pd; (void)attr;
-	UNSUPPORTED_PTR;
-}
-
-/* No AH can exist here: destroying one is a bad argument. */
-EFIV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
-{
-	(void)ah;
-	return EINVAL;
-}
-
-EFIV_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
-				    struct ibv_wc *wc, struct ibv_grh *grh,
-				    struct ibv_ah_attr *ah_attr)
-{
-	(void)context; (void)port_num; (void)wc; (void)grh; (void)ah_attr;
-	errno = EOPNOTSUPP;
-	return -1;
-}
-
-EFIV_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
-						 struct ibv_grh *grh, uint8_t port_num)
-{
-	(void)pd; (void)wc; (void)grh; (void)port_num;
-	UNSUPPORTED_PTR;
-}
 
 EFIV_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr,
 					    uint8_t eth_mac[6], uint16_t *vid)

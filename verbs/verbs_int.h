@@ -29,7 +29,7 @@ struct efiv_link {
 	struct efiv_link *prev, *next;
 };
 
-enum efiv_kind { EFIV_QP, EFIV_SRQ, EFIV_MR, EFIV_PD, EFIV_CQ, EFIV_CHANNEL, EFIV_KINDS };
+enum efiv_kind { EFIV_QP, EFIV_SRQ, EFIV_AH, EFIV_MR, EFIV_PD, EFIV_CQ, EFIV_CHANNEL, EFIV_KINDS };
 
 /* One ibv_get_device_list() result: the libefi list it came from stays alive
  * while the list or any device of it is open (refs). */
@@ -131,6 +131,13 @@ struct efiv_qp {
 						 * waits until it acked them all */
 };
 
+/* An address handle (ah.c). */
+struct efiv_ah {
+	struct ibv_ah ibah;
+	struct efi_ah *eah;
+	struct efiv_link link;
+};
+
 /* A shared receive queue (srq.c). */
 struct efiv_srq {
 	struct ibv_srq ibsrq;
@@ -150,6 +157,7 @@ static inline struct efiv_mr *efiv_mr(struct ibv_mr *m) { return (struct efiv_mr
 static inline struct efiv_cq *efiv_cq(struct ibv_cq *c) { return (struct efiv_cq *)c; }
 static inline struct efiv_qp *efiv_qp(struct ibv_qp *q) { return (struct efiv_qp *)q; }
 static inline struct efiv_srq *efiv_srq(struct ibv_srq *s) { return (struct efiv_srq *)s; }
+static inline struct efiv_ah *efiv_ah(struct ibv_ah *a) { return (struct efiv_ah *)a; }
 static inline struct efiv_comp_channel *efiv_channel(struct ibv_comp_channel *c)
 {
 	return (struct efiv_comp_channel *)c;
@@ -203,6 +211,10 @@ int efiv_destroy_srq_now(struct efiv_srq *srq, int wait_for_acks);
 /* device.c: the limits ibv_query_device reports (query_device_ex too). */
 int efiv_query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *input,
 			 struct ibv_device_attr_ex *attr, size_t attr_size);
+
+/* ah.c: ibv_destroy_ah without argument checks; a UD QP's post_send. */
+void efiv_destroy_ah_now(struct efiv_ah *ah);
+int efiv_post_send_ud(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 
 /* qp_ex.c: the ibv_wr_* API of an extended QP. */
 void efiv_qp_ex_init(struct efiv_qp *qp);

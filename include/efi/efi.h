@@ -6,9 +6,10 @@
  * API has the shape of libibverbs (<infiniband/verbs.h>) with an efi_ prefix:
  * the same objects (device, context, PD, MR, completion channel, CQ, QP), the
  * same lifecycles, the same struct field names and enum values, so porting a
- * verbs program is a rename (ibv_ → efi_, IBV_ → EFI_).  Only the RC
- * transport exists; what verbs has and EFI does not (UD/UC/XRC, memory
- * windows, address handles, extended verbs) is left out rather than stubbed.
+ * verbs program is a rename (ibv_ → efi_, IBV_ → EFI_).  Two transports
+ * exist: reliable connected (RC) and unreliable datagram (UD, with address
+ * handles); what verbs has and EFI does not (UC/XRC, memory windows,
+ * multicast, extended verbs) is left out rather than stubbed.
  *
  * Conventions, as in libibverbs:
  *  - Constructors (efi_open_device, efi_alloc_pd, efi_reg_mr, efi_create_*)
@@ -462,8 +463,16 @@ int efi_post_srq_recv(struct efi_srq *srq, struct efi_recv_wr *wr, struct efi_re
 /* ------------------------------------------------------------ queue pairs */
 
 enum efi_qp_type {
-	EFI_QPT_RC = 2,		/* the verbs value; the only type */
+	EFI_QPT_RC = 2,		/* reliable connected; the verbs value */
+	EFI_QPT_UD = 4,		/* unreliable datagram; the verbs value */
 };
+
+/* Bytes a UD receive gets in front of the message: the datagram's GRH, as
+ * InfiniBand and RoCE v1 lay it out (struct ibv_grh): version 6, the
+ * sender's GID at byte 8 (sgid) and ours at byte 24 (dgid), whole; an IPv4
+ * address as its IPv4-mapped GID (::ffff:a.b.c.d), whose last 4 bytes are
+ * the address. */
+#define EFI_GRH_LEN 40
 
 struct efi_qp_cap {
 	uint32_t max_send_wr;
@@ -480,7 +489,7 @@ struct efi_qp_init_attr {
 	struct efi_srq *srq;		/* NULL, or receive from this SRQ
 					 * (cap.max_recv_wr/sge are then ignored) */
 	struct efi_qp_cap cap;
-	enum efi_qp_type qp_type;	/* EFI_QPT_RC */
+	enum efi_qp_type qp_type;	/* EFI_QPT_RC or EFI_QPT_UD */
 	int sq_sig_all;			/* every send WR is signaled */
 };
 
@@ -514,13 +523,15 @@ struct efi_qp {
 	enum efi_qp_type qp_type;
 };
 
-/* Creates an RC QP in state RESET.  The caps are checked against the device
+/* Creates a QP in state RESET: an RC QP (connected to one peer QP at RTR)
+ * or a UD QP (sends datagrams to any QP through address handles, receives
+ * from any: see "Unreliable datagram" below).  The caps are checked against the device
  * limits and then raised to what was actually allocated, written back to
  * init_attr->cap.  A max_send_wr or max_recv_wr of 0 makes a receive-only or
  * send-only QP (posting to its missing queue fails with ENOMEM, as to a full
  * one).  With an SRQ the QP receives from it: max_recv_wr and max_recv_sge
  * read 0 and efi_post_recv fails.  Returns the QP, or NULL with errno:
- * EINVAL (qp_type not EFI_QPT_RC, send_cq or recv_cq NULL or of another
+ * EINVAL (qp_type neither EFI_QPT_RC nor EFI_QPT_UD, send_cq or recv_cq NULL or of another
  * context, an srq of another context, a cap above the device limits),
  * ENOSPC (no QP number left and efid refused another block: a context
  * holds at most 16 blocks of 4096), EAGAIN (every block held is full and
@@ -554,6 +565,30 @@ struct efi_ah_attr {
 	uint8_t port_num;
 };
 
+/* ------------------------------------------------ unreliable datagram */
+
+/*
+ * A UD QP sends datagrams of one packet each (at most the port's
+ * active_mtu bytes) to any UD QP whose GID and QPN it knows, through an
+ * address handle, and receives from any UD QP of the fabric whose datagram
+ * carries its Q_Key.  Nothing is acknowledged or retransmitted: a datagram
+ * that finds no receive posted, or is lost on the way, is gone (counted as
+ * EFI_DROP_NO_RECEIVE at the receiver).  A send completes once the datagram
+ * has left.  Each receive gets EFI_GRH_LEN bytes of "GRH" in front of the
+ * message (so a receive buffer needs EFI_GRH_LEN + active_mtu bytes for the
+ * largest datagram), byte_len counts them, wc_flags has EFI_WC_GRH and
+ * src_qp names the sender; a message longer than the receive completes it
+ * with EFI_WC_LOC_LEN_ERR (the QP stays usable, as datagram loss does not
+ * fail a UD QP).  The source of a datagram is authenticated as an RC QP's
+ * without a connection key: it must come from a UDP port that efid bound for
+ * the context holding its source QPN (docs/wire-format.md, "Datagrams").
+ */
+struct efi_ah {
+	struct efi_context *context;
+	struct efi_pd *pd;
+	uint32_t handle;
+};
+
 /* Which fields of struct efi_qp_attr efi_modify_qp applies: the verbs bits. */
 enum efi_qp_attr_mask {
 	EFI_QP_STATE			= 1 << 0,
@@ -562,7 +597,7 @@ enum efi_qp_attr_mask {
 	EFI_QP_ACCESS_FLAGS		= 1 << 3,
 	EFI_QP_PKEY_INDEX		= 1 << 4,	/* must be 0 */
 	EFI_QP_PORT			= 1 << 5,	/* must be 1 */
-	EFI_QP_QKEY			= 1 << 6,	/* not supported (UD only) */
+	EFI_QP_QKEY			= 1 << 6,	/* UD only */
 	EFI_QP_AV			= 1 << 7,
 	EFI_QP_PATH_MTU			= 1 << 8,
 	EFI_QP_TIMEOUT			= 1 << 9,
@@ -586,7 +621,7 @@ struct efi_qp_attr {
 	enum efi_qp_state cur_qp_state;
 	enum efi_mtu path_mtu;
 	enum efi_mig_state path_mig_state;
-	uint32_t qkey;
+	uint32_t qkey;			/* UD: what arriving datagrams must carry */
 	uint32_t rq_psn;		/* 24 bits: first PSN expected from the peer */
 	uint32_t sq_psn;		/* 24 bits: first PSN sent */
 	uint32_t dest_qp_num;		/* the peer QP's qp_num */
@@ -610,6 +645,17 @@ struct efi_qp_attr {
 	uint32_t rate_limit;
 };
 
+/* Creates an address handle for UD sends: attr->grh.dgid (the peer
+ * interface's GID) from the local GID attr->grh.sgid_index, is_global 1;
+ * the rest is accepted and ignored, as for an RC QP's AV.  Returns the AH, or
+ * NULL with errno: EINVAL (NULL argument, is_global 0, sgid_index not a GID
+ * of the port, dgid of another address family than that GID), ENOMEM. */
+struct efi_ah *efi_create_ah(struct efi_pd *pd, struct efi_ah_attr *attr);
+
+/* Destroys an address handle.  Work requests already posted with it are not
+ * affected (the datagram left at post time).  Returns 0.  Accepts NULL. */
+int efi_destroy_ah(struct efi_ah *ah);
+
 /* Changes the QP's state and attributes.  The transitions and the
  * attributes they take are those of a verbs RC QP:
  *
@@ -623,6 +669,16 @@ struct efi_qp_attr {
  *   RTS   → RTS   optional ACCESS_FLAGS, MIN_RNR_TIMER
  *   any   → ERR   STATE only: outstanding work completes with WR_FLUSH_ERR
  *   any   → RESET STATE only: outstanding work is discarded, no completions
+ *
+ * A UD QP's transitions (the verbs UD table; there is no peer to name):
+ *
+ *   RESET → INIT  required STATE, QKEY; optional PKEY_INDEX, PORT
+ *                 (verbs requires those two; EFI has one of each)
+ *   INIT  → INIT  optional QKEY, PKEY_INDEX, PORT
+ *   INIT  → RTR   required STATE; optional QKEY, PKEY_INDEX
+ *   RTR   → RTS   required STATE, SQ_PSN; optional QKEY
+ *   RTS   → RTS   optional QKEY
+ *   any   → ERR, any → RESET as above
  *
  * CUR_STATE may be added to any of them and must then equal the QP's state.
  * A transition fails as a whole: nothing changes.  Returns 0, or EINVAL (a
@@ -686,6 +742,11 @@ struct efi_send_wr {
 			uint64_t swap;		/* CMP_AND_SWP only */
 			uint32_t rkey;
 		} atomic;
+		struct {			/* UD QPs: where the datagram goes */
+			struct efi_ah *ah;
+			uint32_t remote_qpn;
+			uint32_t remote_qkey;
+		} ud;
 	} wr;
 };
 
@@ -708,7 +769,10 @@ struct efi_recv_wr {
  * QP's path MTU (only possible with EFI_MTU_256); an atomic remote_addr not
  * 8-byte aligned or an atomic SGE not 8 bytes), ENOMEM (the send queue is
  * full).
- * In state ERR work requests are accepted and complete with WR_FLUSH_ERR. */
+ * In state ERR work requests are accepted and complete with WR_FLUSH_ERR.
+ * On a UD QP only EFI_WR_SEND and EFI_WR_SEND_WITH_IMM exist, wr.ud names
+ * the destination, and a message is at most the port's active_mtu bytes
+ * (EINVAL otherwise, and for a NULL ah or one of another context). */
 int efi_post_send(struct efi_qp *qp, struct efi_send_wr *wr, struct efi_send_wr **bad_wr);
 
 /* Posts a list of receive work requests, allowed from state INIT on.
@@ -729,6 +793,8 @@ enum efi_drop_reason {
 	EFI_DROP_OUT_OF_WINDOW,	/* PSN outside the window, or a stray response */
 	EFI_DROP_INJECTED,	/* the fault injector (EFI_FAULT) dropped it */
 	EFI_DROP_BAD_KEY,	/* not the connection key the QP was given */
+	EFI_DROP_NO_RECEIVE,	/* a datagram for a UD QP with no receive posted */
+	EFI_DROP_QP_TYPE,	/* a datagram for an RC QP, or RC traffic for a UD QP */
 	EFI_DROP_REASON_COUNT,
 	EFI_DROP_REASON_MAX = 16,	/* room in struct efi_counters */
 };
