@@ -348,6 +348,7 @@ static void conn_request(struct rcm_src *src, const struct efi_cm_event *ev)
 	child->request = ev->request;
 	child->dev = src->dev;
 	child->id.verbs = d[src->dev].verbs;
+	child->id.pd = rcm_dev_pd(src->dev);
 	child->id.port_num = 1;
 	child->state = RCM_REQUEST;
 	rcm_addr_from_gid(&peer, &ev->peer_gid, peer_port);

@@ -153,6 +153,9 @@ static int bind_locked(struct rcm_id *id, const struct sockaddr *addr)
 
 		rcm_devices(&d);
 		id->id.verbs = d[dev].verbs;
+		/* the device's PD, as librdmacm's ids carry theirs (UCX
+		 * makes its dummy UD QP on id->pd) */
+		id->id.pd = rcm_dev_pd(dev);
 		id->id.port_num = 1;
 	}
 	id->state = RCM_BOUND;
@@ -219,6 +222,7 @@ RCM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *cm_id, struct sockaddr *src_
 
 				rcm_devices(&d);
 				id->id.verbs = d[id->dev].verbs;
+				id->id.pd = rcm_dev_pd(id->dev);
 				id->id.port_num = 1;
 			}
 		}
