@@ -206,10 +206,13 @@ struct efi_context_int {
 	uint8_t block_of_slot[EFI_QPN_PER_BLOCK];	/* slot → block + 1; 0: not ours */
 	struct efi_wire *blocks_wire;	/* what further blocks' sockets join, or NULL (a test wire: one block) */
 	unsigned nqp;
-	struct efi_qp_int *qp_list;	/* every QP, for timers and transmission */
-	struct efi_qp_int *qp_first;	/* where the next transport run starts in qp_list
-					 * (NULL: at its head): the QPs take turns at
-					 * going first */
+	struct efi_qp_int *qp_list;	/* every QP (counters, revoke, the CQ-loss sweep) */
+	/* The QPs a transport run visits (active.c): a ring of those with
+	 * something to do or a timer to run, so that a run costs O(active
+	 * QPs), not O(QPs).  act_head is where the next run starts: the QPs
+	 * take turns at going first. */
+	struct efi_qp_int *act_head;
+	unsigned nactive;
 	bool busy;			/* a QP has unacknowledged or queued work */
 	/* efi_poll_cq is running the transport (ctx->lock): a receive it
 	 * completes may be answered by the application at once, so the ACK
@@ -224,9 +227,11 @@ struct efi_context_int {
 	 * progress thread sends it then if the application has not
 	 * (written under ctx->lock, read racily by progress.c) */
 	_Atomic uint64_t ack_deadline_ns;
-	/* some CQ of the context lost a completion (cq.c): only then does
-	 * the transport look at each QP's CQs (xport.c) */
+	/* some CQ of the context lost a completion (set by cq.c): the next
+	 * transport run takes it (clears it) and looks at every QP's CQs
+	 * once (xport.c); from then on, cq_lost_seen, at each QP it visits */
 	_Atomic bool cq_lost_any;
+	bool cq_lost_seen;
 	size_t reorder_bytes;		/* what its QPs' reorder buffers hold (reorder.h) */
 	uint32_t next_qp_index;
 	uint32_t next_pd_handle, next_cq_handle, next_ah_handle;
@@ -516,7 +521,9 @@ struct efi_qp_int {
 	const struct efi_respq_ent *pack_offer;
 	bool pack_taken;
 
-	struct efi_qp_int *next_active, *prev_active;	/* ctx->qp_list */
+	struct efi_qp_int *next_active, *prev_active;	/* ctx->qp_list (every QP) */
+	struct efi_qp_int *act_next, *act_prev;	/* ctx->act_head's ring (active.c) */
+	bool act_on;			/* on that ring */
 
 	/* SRQ (srq.c): a QP created with one takes a receive WQE from it for
 	 * each message that needs one, into srq_wqe (its SGE array holds the
@@ -673,6 +680,14 @@ const uint8_t *efi_sge_contig(const struct efi_sge_int *sge, uint32_t nsge, uint
 
 /* cm_watch.c: stops the context's CM watcher, if it ever started. */
 void efi_cm_context_close(struct efi_context_int *ctx);
+
+/* active.c: the ring of QPs a transport run visits.  All with ctx->lock
+ * held.  A QP joins when something may give it work (a packet for it, a
+ * post, a modify: efi_qp_activate) and leaves when a run finds it with
+ * nothing to do and no timer to run (efi_qp_needs_run false). */
+void efi_qp_activate(struct efi_context_int *ctx, struct efi_qp_int *qp);
+void efi_qp_deactivate(struct efi_context_int *ctx, struct efi_qp_int *qp);
+bool efi_qp_needs_run(const struct efi_qp_int *qp);
 
 /* progress.c */
 int efi_progress_start(struct efi_context_int *ctx);

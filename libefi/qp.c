@@ -483,6 +483,9 @@ int efi_modify_qp(struct efi_qp *pub, struct efi_qp_attr *a, int mask)
 	qp->pub.state = next;
 	qp->attr.sq_draining = next == EFI_QPS_SQD;
 ok:
+	/* one visit at least: the CQ-loss rule and the path table reach it
+	 * as if every run visited every QP (active.c) */
+	efi_qp_activate(ctx, qp);
 	err = 0;
 out:
 	pthread_mutex_unlock(&ctx->lock);
@@ -527,8 +530,7 @@ int efi_destroy_qp(struct efi_qp *pub)
 	ctx->qps[blk][qp->pub.qp_num & (EFI_QPN_PER_BLOCK - 1)] = NULL;
 	ctx->nqp_block[blk]--;
 	ctx->nqp--;
-	if (ctx->qp_first == qp)
-		ctx->qp_first = qp->next_active;
+	efi_qp_deactivate(ctx, qp);
 	if (qp->prev_active)
 		qp->prev_active->next_active = qp->next_active;
 	else

@@ -36,6 +36,14 @@ static bool cq_lost(const struct efi_cq *cq)
 	return cq && atomic_load_explicit(&((const struct efi_cq_int *)cq)->overflowed, memory_order_relaxed);
 }
 
+/* A CQ of qp lost a completion (ctx->lock held): the QP fails. */
+static void fail_on_lost_cq(struct efi_qp_int *qp)
+{
+	if (qp->attr.qp_state != EFI_QPS_ERR && qp->attr.qp_state != EFI_QPS_RESET &&
+	    (cq_lost(qp->pub.send_cq) || cq_lost(qp->pub.recv_cq)))
+		efi_qp_to_error(qp);
+}
+
 /* The ACK a request carries (PACK), as the ACK packet it stands for. */
 static void pack_as_ack(const struct efi_pkt *req, struct efi_pkt *ack)
 {
@@ -103,6 +111,7 @@ static void dispatch(struct efi_context_int *ctx, const struct efi_wire_pkt *wp)
 	}
 	qp->cnt.rx_packets++;
 	qp->cnt.rx_bytes += wp->len;
+	efi_qp_activate(ctx, qp);	/* this run visits it (active.c) */
 	if (efi_pkt_is_request(pkt.opcode)) {
 		if (st == EFI_QPS_ERR) {
 			efi_count_drop(&qp->cnt, EFI_DROP_QP_STATE);
@@ -277,6 +286,8 @@ void efi_xport_send_held_ack(struct efi_context_int *ctx, struct efi_qp_int *qp)
 
 void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 {
+	/* what it cannot send now, the next runs send (active.c) */
+	efi_qp_activate(ctx, qp);
 	for (int round = 0; round < 64; round++) {
 		uint64_t now = efi_now_ns();
 		uint32_t psns[EFI_BATCH], psn;
@@ -388,42 +399,48 @@ int efi_xport_run(struct efi_context_int *ctx)
 	}
 	now = efi_now_ns();
 	uint64_t deadline = 0;
-	/* From a different QP each run, round the list: the one going first
-	 * sends its whole window before the others get a turn, and behind
-	 * a shared bottleneck that is its advantage every time (4 QPs
-	 * through one tbf: Jain 0.87 on a loaded machine). */
-	struct efi_qp_int *first = ctx->qp_first ? ctx->qp_first : ctx->qp_list;
-	for (int pass = 0; pass < 2; pass++) {
-		for (struct efi_qp_int *qp = pass ? ctx->qp_list : first; qp && !(pass && qp == first);
-		     qp = qp->next_active) {
-			/* a CQ of its lost a completion (checked only once
-			 * one of the context's has): the QP fails, loudly
-			 * (its peer sees it too), rather than leave someone
-			 * waiting for what never comes */
-			if (atomic_load_explicit(&ctx->cq_lost_any, memory_order_relaxed) &&
-			    qp->attr.qp_state != EFI_QPS_ERR && qp->attr.qp_state != EFI_QPS_RESET &&
-			    (cq_lost(qp->pub.send_cq) || cq_lost(qp->pub.recv_cq)))
-				efi_qp_to_error(qp);
-			efi_req_timers(qp, now);
-			if (qp->ack_hold_pending) {
-				/* only the application's own poll holds an
-				 * ACK: it gets the completion next and may
-				 * answer (efi_poll_cq) */
-				qp->ack_hold_pending = false;
-				if (ctx->in_app_poll && ctx->ack_delay_ns && !qp->ack_hold_ns)
-					qp->ack_hold_ns = now + ctx->ack_delay_ns;
-			}
-			efi_xport_flush_qp(ctx, qp);
-			if (qp->ack_hold_ns && (!deadline || qp->ack_hold_ns < deadline))
-				deadline = qp->ack_hold_ns;
-			if (qp->snd_una != qp->snd_max || qp->respq_count || qp->rnr_wait ||
-			    qp->sq_started != qp->sq_tail)
-				busy = true;
-		}
-		if (first == ctx->qp_list)
-			break;	/* the first pass went round it all */
+	/* A CQ of the context lost a completion: every QP of that CQ fails,
+	 * idle or not, loudly (its peer sees it too), rather than leave
+	 * someone waiting for what never comes.  One sweep over them all;
+	 * from then on each visit looks (a QP brought back to RTS later). */
+	if (atomic_exchange_explicit(&ctx->cq_lost_any, false, memory_order_relaxed)) {
+		ctx->cq_lost_seen = true;
+		for (struct efi_qp_int *qp = ctx->qp_list; qp; qp = qp->next_active)
+			fail_on_lost_cq(qp);
 	}
-	ctx->qp_first = first ? first->next_active : NULL;
+	/* Only the active QPs (active.c), from a different one each run,
+	 * round the ring: the one going first sends its whole window before
+	 * the others get a turn, and behind a shared bottleneck that is its
+	 * advantage every time (4 QPs through one tbf: Jain 0.87 on a loaded
+	 * machine).  A QP leaves the ring at the end of a visit that leaves
+	 * it nothing to do; n bounds the walk to the QPs there at its start. */
+	struct efi_qp_int *first = ctx->act_head, *qp = first;
+	for (unsigned i = 0, n = ctx->nactive; i < n && ctx->nactive; i++) {
+		struct efi_qp_int *next = qp->act_next;
+
+		if (ctx->cq_lost_seen)
+			fail_on_lost_cq(qp);
+		efi_req_timers(qp, now);
+		if (qp->ack_hold_pending) {
+			/* only the application's own poll holds an
+			 * ACK: it gets the completion next and may
+			 * answer (efi_poll_cq) */
+			qp->ack_hold_pending = false;
+			if (ctx->in_app_poll && ctx->ack_delay_ns && !qp->ack_hold_ns)
+				qp->ack_hold_ns = now + ctx->ack_delay_ns;
+		}
+		efi_xport_flush_qp(ctx, qp);
+		if (qp->ack_hold_ns && (!deadline || qp->ack_hold_ns < deadline))
+			deadline = qp->ack_hold_ns;
+		if (qp->snd_una != qp->snd_max || qp->respq_count || qp->rnr_wait || qp->sq_started != qp->sq_tail)
+			busy = true;
+		if (!efi_qp_needs_run(qp))
+			efi_qp_deactivate(ctx, qp);
+		qp = next;
+	}
+	/* the next run starts one further (unless the first one left) */
+	if (first && ctx->act_head == first)
+		ctx->act_head = first->act_next;
 	atomic_store_explicit(&ctx->ack_deadline_ns, deadline, memory_order_relaxed);
 	__atomic_store_n(&ctx->busy, busy, __ATOMIC_RELAXED);
 	return handled;

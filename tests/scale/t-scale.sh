@@ -9,7 +9,8 @@
 # ports.  One message over each QP, checked; efid's tables (contexts, QPs
 # reserved) and its descriptors while connected and after teardown; RSS
 # per QP; an efid restart (SIGKILL) while connected, after which efid knows
-# every block of the context again.  SCALE_QPS changes N (default 10,000).
+# every block of the context again.  SCALE_QPS changes N (default 10,000);
+# SCALE_WINDOW the messages in flight at once (scale-test's default 256).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 # shellcheck source=tests/data/lib.sh
 . "$(dirname "$0")/../data/lib.sh"
@@ -38,7 +39,7 @@ in_a timeout -k 5 300 "$SCALE_TEST" server --qps "$N" --port 7911 --hold "$TMPD/
 SPID=$!
 TRACK_BGPIDS+=("$SPID")
 in_b timeout -k 5 300 "$SCALE_TEST" client --qps "$N" --host "$IP_A" --port 7911 \
-	--hold "$TMPD/hold.b" --hold-destroyed "$TMPD/destroyed.b" >"$TMPD/client.out" 2>&1 &
+	${SCALE_WINDOW:+--window "$SCALE_WINDOW"} --hold "$TMPD/hold.b" --hold-destroyed "$TMPD/destroyed.b" >"$TMPD/client.out" 2>&1 &
 CPID=$!
 TRACK_BGPIDS+=("$CPID")
 # both connected and every message checked, or one of them gone

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The transport with many QPs (issue 18), over the in-memory wire:
+ *  - a transport run visits only the QPs with something to do (active.c):
+ *    connected idle QPs leave the ring, a post or a packet brings one
+ *    back, and it leaves again once its work and its held ACK are done;
+ *  - an idle QP still fails when a CQ it shares loses a completion.
+ * No clocks asserted: loops are bounded by work, not time.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "efi_testutil.h"
+#include "libefi/efi_int.h"
+
+#define NQP 64
+
+static const struct efi_qp_cap cap = {
+	.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1,
+};
+
+static unsigned nactive(struct efi_context *c)
+{
+	struct efi_context_int *ctx = ctx_of(c);
+	unsigned n;
+
+	pthread_mutex_lock(&ctx->lock);
+	n = ctx->nactive;
+	pthread_mutex_unlock(&ctx->lock);
+	return n;
+}
+
+/* Runs the transport (efi_poll_cq does, when no other thread holds it)
+ * until neither context has an active QP; false if that never happens
+ * within a bound of work.  Completions found are counted in *got. */
+static bool settle(struct tpair *t, int *got)
+{
+	struct efi_wc wc[16];
+
+	for (unsigned spins = 0; spins < 2000000u; spins++) {
+		int polled = 0;
+		for (int s = 0; s < 2; s++) {
+			int n = efi_poll_cq(t->cq[s], 16, wc);
+			ck_assert_int_ge(n, 0);
+			for (int k = 0; k < n; k++)
+				ck_assert_msg(wc[k].status == EFI_WC_SUCCESS, "%s", efi_wc_status_str(wc[k].status));
+			if (got)
+				*got += n;
+			polled += n;
+		}
+		/* idle, and every completion taken */
+		if (!polled && nactive(t->ctx[0]) == 0 && nactive(t->ctx[1]) == 0)
+			return true;
+		if (spins % 64 == 63)
+			usleep(100);
+	}
+	return false;
+}
+
+/* NQP connected pairs of QPs over t (t->qp[] are not used); side 0's send
+ * CQ is send_cq0 if not NULL. */
+static void connect_many(struct tpair *t, struct efi_qp *q[2][NQP], struct efi_cq *send_cq0, uint8_t rnr_retry)
+{
+	struct efi_qp_init_attr ia;
+
+	for (int i = 0; i < NQP; i++)
+		for (int s = 0; s < 2; s++) {
+			memset(&ia, 0, sizeof(ia));
+			ia.qp_type = EFI_QPT_RC;
+			ia.send_cq = ia.recv_cq = t->cq[s];
+			if (s == 0 && send_cq0)
+				ia.send_cq = send_cq0;
+			ia.cap = cap;
+			q[s][i] = efi_create_qp(t->pd[s], &ia);
+			ck_assert_ptr_nonnull(q[s][i]);
+		}
+	for (int i = 0; i < NQP; i++) {
+		union efi_gid g[2];
+		for (int s = 0; s < 2; s++)
+			ck_assert_int_eq(efi_query_gid(t->ctx[s], 1, 0, &g[s]), 0);
+		for (int s = 0; s < 2; s++)
+			ck_assert_int_eq(tqp_to_rts(q[s][i], q[!s][i]->qp_num, &g[!s], 100, 100, rnr_retry, 1, 14, 7,
+						    EFI_MTU_1024), 0);
+	}
+}
+
+static void post_send1(struct efi_qp *qp, struct efi_mr *mr, void *buf, uint32_t len)
+{
+	struct efi_sge sg = { (uintptr_t)buf, len, mr->lkey };
+	struct efi_send_wr wr = { .sg_list = &sg, .num_sge = 1, .opcode = EFI_WR_SEND,
+				  .send_flags = EFI_SEND_SIGNALED }, *bad;
+	ck_assert_int_eq(efi_post_send(qp, &wr, &bad), 0);
+}
+
+static void post_recv1(struct efi_qp *qp, struct efi_mr *mr, void *buf, uint32_t len)
+{
+	struct efi_sge sg = { (uintptr_t)buf, len, mr->lkey };
+	struct efi_recv_wr wr = { .sg_list = &sg, .num_sge = 1 }, *bad;
+	ck_assert_int_eq(efi_post_recv(qp, &wr, &bad), 0);
+}
+
+START_TEST(idle_qps_leave_the_ring)
+{
+	struct tpair t;
+	struct efi_qp *q[2][NQP];
+	static uint8_t src[64], dst[NQP][64];
+	int got = 0;
+
+	tpair_open(&t, 1500, NULL);
+	connect_many(&t, q, NULL, 7);
+	/* connected and idle: a run visits none of them */
+	ck_assert(settle(&t, NULL));
+	struct efi_mr *ms = efi_reg_mr(t.pd[0], src, sizeof(src), EFI_ACCESS_LOCAL_WRITE);
+	struct efi_mr *md = efi_reg_mr(t.pd[1], dst, sizeof(dst), EFI_ACCESS_LOCAL_WRITE);
+	ck_assert_ptr_nonnull(ms);
+	ck_assert_ptr_nonnull(md);
+	for (int i = 0; i < NQP; i++)
+		post_recv1(q[1][i], md, dst[i], sizeof(dst[i]));
+	ck_assert(settle(&t, NULL));	/* a receive posted gives no work */
+
+	/* one message: its QP joins the ring, and both sides leave it once
+	 * the send is acknowledged (its ACK held for an answer included) */
+	memcpy(src, "one", 4);
+	post_send1(q[0][3], ms, src, 4);
+	ck_assert_uint_ge(nactive(t.ctx[0]), 1);
+	ck_assert(settle(&t, &got));
+	ck_assert_int_eq(got, 2);
+	ck_assert_str_eq((char *)dst[3], "one");
+
+	/* a message over every other QP, all at once */
+	for (int i = 0; i < NQP; i++)
+		if (i != 3)
+			post_send1(q[0][i], ms, src, 4);
+	ck_assert(settle(&t, &got));
+	ck_assert_int_eq(got, 2 * NQP);
+
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; i < NQP; i++)
+			ck_assert_int_eq(efi_destroy_qp(q[s][i]), 0);
+	efi_dereg_mr(ms);
+	efi_dereg_mr(md);
+	tpair_close(&t);
+}
+END_TEST
+
+/* A CQ loses a completion: every QP of it fails, the idle ones too (they
+ * are not on the ring when it happens). */
+START_TEST(idle_qp_fails_on_cq_loss)
+{
+	struct tpair t;
+	struct efi_qp *q[2][NQP];
+	static uint8_t src[8];
+	struct efi_wc wc[64];
+	struct efi_qp_attr qa;
+	struct efi_qp_init_attr qia;
+	struct efi_cq *small = NULL;
+	int r = 0;
+
+	tpair_open(&t, 1500, NULL);
+	small = efi_create_cq(t.ctx[0], 3, NULL, NULL, 0);
+	ck_assert_ptr_nonnull(small);
+	connect_many(&t, q, small, 0);
+	ck_assert(settle(&t, NULL));
+	struct efi_mr *ms = efi_reg_mr(t.pd[0], src, sizeof(src), EFI_ACCESS_LOCAL_WRITE);
+	ck_assert_ptr_nonnull(ms);
+	/* side 1 posted no receive and allows no RNR retry: each send
+	 * completes with an error, more of them than the small CQ holds */
+	for (int i = 0; i < 8; i++)
+		post_send1(q[0][i], ms, src, 8);
+	for (int tries = 0; tries < 20000; tries++) {
+		r = efi_poll_cq(small, 64, wc);
+		if (r < 0)
+			break;
+		usleep(500);
+	}
+	ck_assert_int_eq(r, -EOVERFLOW);
+	/* every QP of the small CQ, whether it ever had work or not */
+	for (int i = 0; i < NQP; i++) {
+		ck_assert_int_eq(efi_query_qp(q[0][i], &qa, EFI_QP_STATE, &qia), 0);
+		ck_assert_msg(qa.qp_state == EFI_QPS_ERR, "QP %d (%s) is in state %d", i,
+			      i < 8 ? "busy" : "idle", qa.qp_state);
+	}
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; i < NQP; i++)
+			ck_assert_int_eq(efi_destroy_qp(q[s][i]), 0);
+	efi_dereg_mr(ms);
+	ck_assert_int_eq(efi_destroy_cq(small), 0);
+	tpair_close(&t);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("efi_many");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, idle_qps_leave_the_ring);
+	tcase_add_test(tc, idle_qp_fails_on_cq_loss);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
