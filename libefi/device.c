@@ -229,6 +229,8 @@ struct efi_context *efi_context_create(struct efi_wire *wire, const struct efi_c
 	ctx->wire = wire;
 	ctx->ctl = ctl;
 	ctx->stop_fd = -1;
+	/* best effort: without it, QPs share no RTT (rtt.h) */
+	efi_rtt_peers_alloc(&ctx->rtt_peers);
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->obj_lock, NULL);
 	r = efi_progress_start(ctx);
@@ -241,6 +243,7 @@ struct efi_context *efi_context_create(struct efi_wire *wire, const struct efi_c
 	return &ctx->pub;
 fail:
 	if (ctx) {
+		efi_rtt_peers_free(&ctx->rtt_peers);
 		free(ctx->rxbuf);
 		free(ctx->txbuf);
 		free(ctx->qps[0]);
@@ -456,6 +459,7 @@ int efi_close_device(struct efi_context *context)
 	efi_wire_destroy(ctx->wire);
 	ctl_client_close(ctx->ctl);	/* ends the lease */
 	efi_mr_table_free(ctx);
+	efi_rtt_peers_free(&ctx->rtt_peers);
 	pthread_mutex_destroy(&ctx->obj_lock);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx->rxbuf);

@@ -268,6 +268,7 @@ struct efi_context_int {
 	struct efi_cm_watcher *_Atomic cm_watcher;
 	struct efi_countershm *cshm;	/* counters page efid reads, or NULL (counters.c) */
 	struct efi_pt pt;		/* efid's path table (path_table.h), under lock */
+	struct efi_rtt_peers rtt_peers;	/* RTT per peer and path (rtt.h, retx.c), under lock */
 	uint64_t cshm_next_ns;		/* progress thread only: next publication */
 	_Atomic bool stopping;
 };
@@ -469,6 +470,9 @@ struct efi_qp_int {
 	/* selective retransmission, congestion control, paths (retx.c) */
 	struct efi_path paths[EFI_MAX_PATHS];
 	unsigned npaths;
+	/* its peer's shared RTT entry (rtt.h; checked against peer before
+	 * use, the peer may have changed), or NULL: retx.c */
+	struct efi_rtt_peer *rtt_peer;
 	uint32_t pt_epoch;		/* path_table.c: the context's epoch acted on */
 	uint8_t pt_down;		/* path_table.c: lanes acted on as down */
 	uint32_t pipe;			/* packets in flight (INFLIGHT records, by weight) */
@@ -663,6 +667,10 @@ void efi_retx_timers(struct efi_qp_int *qp, uint64_t now);
  * again on the others, as when it is suspected (path_table.c). */
 void efi_retx_path_down(struct efi_qp_int *qp, unsigned path);
 uint64_t efi_retx_rto_ns(const struct efi_qp_int *qp);
+/* The tail-loss probe's timeout before its doubling per probe sent: twice
+ * the largest smoothed RTT of the QP's paths (a new QP: the default, or
+ * its peer's when more, rtt.h), at least tlp_min.  ctx->lock held. */
+uint64_t efi_retx_pto_ns(const struct efi_qp_int *qp);
 /* Request packets between two ACK requests: EFI_ACKREQ_EVERY, fewer when
  * the window is small (half a window), so a window never goes out without
  * asking for an ACK. */

@@ -42,6 +42,33 @@ static unsigned path_of(const struct efi_qp_int *qp, unsigned p)
 	return p < qp->npaths ? p : 0;
 }
 
+/* qp's entry in the context's shared RTT table (rtt.h), made if missing,
+ * cached in the QP and looked up again when its peer changed.  ctx->lock
+ * held. */
+static struct efi_rtt_peer *peer_rtt(struct efi_qp_int *qp)
+{
+	const uint8_t *addr = qp->peer.sin6_addr.s6_addr;
+
+	if (!qp->rtt_peer || memcmp(qp->rtt_peer->addr, addr, 16) != 0)
+		qp->rtt_peer = efi_rtt_peer_find(&qp->ctx->rtt_peers, addr, true);
+	return qp->rtt_peer;
+}
+
+/* The smoothed RTT the QPs to qp's peer measured on path i, 0 if none
+ * (rtt.h).  ctx->lock held. */
+static uint64_t peer_srtt(const struct efi_qp_int *qp, unsigned i)
+{
+	const uint8_t *addr = qp->peer.sin6_addr.s6_addr;
+	const struct efi_rtt_peer *pr = qp->rtt_peer;
+
+	if (i >= EFI_RTT_PEER_PATHS)
+		return 0;
+	/* (a QP that has not measured yet has not cached its entry) */
+	if (!pr || memcmp(pr->addr, addr, 16) != 0)
+		pr = efi_rtt_peer_find(&qp->ctx->rtt_peers, addr, false);
+	return pr && pr->path[i].samples ? pr->path[i].srtt_ns : 0;
+}
+
 /* The record leaves the pipe. */
 static void leave(struct efi_qp_int *qp, struct efi_txrec *r)
 {
@@ -416,6 +443,9 @@ void efi_retx_after_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, u
 	if ((pkt->hdrs & EFI_HDR_AETH) && pkt->ts_echo <= now && pkt->ts_echo > qp->paths[echo].rack_xmit_ns)
 		qp->paths[echo].rack_xmit_ns = pkt->ts_echo;
 	efi_path_on_answer(&qp->paths[echo], cp, rtt, now);
+	/* the peer's estimate, for its QPs that have none of their own */
+	if (rtt && echo < EFI_RTT_PEER_PATHS && peer_rtt(qp))
+		efi_rtt_sample(&qp->rtt_peer->path[echo], rtt);
 	for (unsigned i = 0; i < qp->npaths; i++) {
 		struct efi_path *p = &qp->paths[i];
 		if (!qp->delivered[i] && i != echo)
@@ -450,6 +480,36 @@ uint64_t efi_retx_rto_ns(const struct efi_qp_int *qp)
 		rto = efi_rtt_rto(&qp->paths[0].rtt, floor, cap, cap);
 	rto <<= qp->backoff;
 	return rto < cap ? rto : cap;
+}
+
+uint64_t efi_retx_pto_ns(const struct efi_qp_int *qp)
+{
+	const struct efi_cc_params *cp = &qp->ctx->ccp;
+	uint64_t srtt = 0;
+
+	for (unsigned i = 0; i < qp->npaths; i++) {
+		uint64_t s = qp->paths[i].rtt.samples ? qp->paths[i].rtt.srtt_ns : 0;
+		if (s > srtt)
+			srtt = s;
+	}
+	if (!srtt) {
+		/* No sample of its own: the default (the target delay), or
+		 * what the QPs to its peer measure when that is more.  Only
+		 * ever more patient: a new QP in a burst waits behind the
+		 * others' requests in the peer's queue, and probed after the
+		 * default's 4 ms (10,888 duplicates for 10,000 new QPs); a
+		 * shared estimate below the default is not trusted for the
+		 * first probe (with 256 in flight it probed 582-1,674 of
+		 * 10,000 new QPs too early).  Its first answer gives it its
+		 * own. */
+		srtt = cp->target_delay_ns;
+		for (unsigned i = 0; i < qp->npaths; i++) {
+			uint64_t s = peer_srtt(qp, i);
+			if (s > srtt)
+				srtt = s;
+		}
+	}
+	return 2 * srtt > cp->tlp_min_ns ? 2 * srtt : cp->tlp_min_ns;
 }
 
 /* The oldest packet in flight, for a tail-loss probe. */
@@ -545,15 +605,7 @@ void efi_retx_timers(struct efi_qp_int *qp, uint64_t now)
 		}
 	}
 	if ((qp->pipe || qp->have_lost) && qp->tlp_sent < 2 && !qp->tlp_pending) {
-		uint64_t srtt = 0;
-		for (unsigned i = 0; i < qp->npaths; i++) {
-			uint64_t s = qp->paths[i].rtt.samples ? efi_rtt_srtt(&qp->paths[i].rtt, cp->target_delay_ns) : 0;
-			if (s > srtt)
-				srtt = s;
-		}
-		if (!srtt)
-			srtt = efi_rtt_srtt(&qp->paths[0].rtt, cp->target_delay_ns);
-		uint64_t pto = 2 * srtt > cp->tlp_min_ns ? 2 * srtt : cp->tlp_min_ns;
+		uint64_t pto = efi_retx_pto_ns(qp);
 		/* Measured from the newest transmission (RFC 8985, 7.2), not
 		 * from the start of the work: a message longer than the
 		 * probe timeout takes longer than it to leave (on a veth the

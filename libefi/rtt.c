@@ -2,6 +2,9 @@
 /* RTT estimation (rtt.h). */
 #include "rtt.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 void efi_rtt_sample(struct efi_rtt *r, uint64_t s)
 {
 	if (s == 0)
@@ -30,4 +33,45 @@ uint64_t efi_rtt_rto(const struct efi_rtt *r, uint64_t floor_ns, uint64_t cap_ns
 	if (cap_ns && rto > cap_ns)
 		rto = cap_ns;
 	return rto;
+}
+
+static size_t addr_hash(const uint8_t addr[16])
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (int i = 0; i < 16; i++)
+		h = (h ^ addr[i]) * 1099511628211ull;
+	return (size_t)(h ^ (h >> 29));
+}
+
+struct efi_rtt_peer *efi_rtt_peer_find(struct efi_rtt_peers *t, const uint8_t addr[16], bool create)
+{
+	size_t i = addr_hash(addr);
+
+	if (!t->slot)
+		return NULL;
+	for (unsigned k = 0; k < EFI_RTT_PEER_PROBES; k++, i++) {
+		struct efi_rtt_peer *p = &t->slot[i & (EFI_RTT_PEER_SLOTS - 1)];
+		if (!p->used) {
+			if (!create)
+				return NULL;
+			p->used = true;
+			memcpy(p->addr, addr, 16);
+			return p;
+		}
+		if (memcmp(p->addr, addr, 16) == 0)
+			return p;
+	}
+	return NULL;
+}
+
+void efi_rtt_peers_alloc(struct efi_rtt_peers *t)
+{
+	if (!t->slot)
+		t->slot = calloc(EFI_RTT_PEER_SLOTS, sizeof(*t->slot));
+}
+
+void efi_rtt_peers_free(struct efi_rtt_peers *t)
+{
+	free(t->slot);
+	t->slot = NULL;
 }

@@ -28,8 +28,7 @@
  *   bad_source D              packets dropped as not from the peer (must be 0)
  *
  * With --sample K (both sides) a message goes over every K-th QP only
- * (benchmarks: the transport walks every QP per run, and a message over
- * each of 65,536 QPs takes minutes).  With --start-at T (CLOCK_REALTIME seconds) the client begins connecting
+ * (benchmarks: a message over each of 65,536 QPs takes a while).  With --start-at T (CLOCK_REALTIME seconds) the client begins connecting
  * no earlier than T, so that several clients started together connect at
  * the same time.  With --hold FILE the process creates FILE once connected and waits until
  * it is removed before tearing down (the test reads efid's tables then);
@@ -525,10 +524,9 @@ int main(int argc, char **argv)
 		for (int k = 0; k < 200; k++)
 			CHECK(efi_poll_cq(s.cq, 1, &wc) == 0, "a completion before any send");
 		printf("idle_poll_us %.1f\n", (now_s() - p0) * 1e6 / 200);
-		/* at most `window` messages in flight: a burst over every QP
-		 * at once is a retransmission storm while a transport run
-		 * costs more than the 0.5 ms RTO floor (see the report of
-		 * issue 18) */
+		/* at most `window` messages in flight (--window N: a burst
+		 * over every QP at once, which retransmitted while a run
+		 * visited every QP and new QPs had no RTT estimate, issue 18) */
 		unsigned posted = 0, done = 0;
 		double m0 = now_s();
 		while (done < nmsg) {

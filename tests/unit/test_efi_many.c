@@ -4,7 +4,9 @@
  *  - a transport run visits only the QPs with something to do (active.c):
  *    connected idle QPs leave the ring, a post or a packet brings one
  *    back, and it leaves again once its work and its held ACK are done;
- *  - an idle QP still fails when a CQ it shares loses a completion.
+ *  - an idle QP still fails when a CQ it shares loses a completion;
+ *  - a new QP without an RTT sample of its own waits for its first probe
+ *    at least as long as its peer's other QPs measure (rtt.h).
  * No clocks asserted: loops are bounded by work, not time.
  */
 #include <check.h>
@@ -192,6 +194,103 @@ START_TEST(idle_qp_fails_on_cq_loss)
 }
 END_TEST
 
+/* A new QP's tail-loss probe timeout before it has a sample of its own:
+ * the default (twice the target delay) while its peer's other QPs measure
+ * less, twice theirs once they measure more; a QP with samples of its own
+ * goes by them.  The retransmission timeout of a new QP stays its verbs
+ * timeout. */
+START_TEST(new_qp_goes_by_its_peers_rtt)
+{
+	struct tpair t;
+	struct efi_qp *q[2][NQP];
+	static uint8_t src[8], dst[NQP][8];
+	int got = 0;
+
+	tpair_open(&t, 1500, NULL);
+	connect_many(&t, q, NULL, 7);
+	struct efi_qp_int *a = qp_of(q[0][0]), *b = qp_of(q[0][1]);
+	struct efi_context_int *ctx = ctx_of(t.ctx[0]);
+	const uint64_t dflt = 2 * ctx->ccp.target_delay_ns;
+	struct efi_mr *ms = efi_reg_mr(t.pd[0], src, sizeof(src), EFI_ACCESS_LOCAL_WRITE);
+	struct efi_mr *md = efi_reg_mr(t.pd[1], dst, sizeof(dst), EFI_ACCESS_LOCAL_WRITE);
+	ck_assert_ptr_nonnull(ms);
+	ck_assert_ptr_nonnull(md);
+
+	pthread_mutex_lock(&ctx->lock);
+	uint64_t rto_cap = a->rto_ns;	/* timeout 14: 67 ms */
+	ck_assert_uint_eq(efi_retx_pto_ns(b), dflt);
+	ck_assert_uint_eq(efi_retx_rto_ns(b), rto_cap);
+	pthread_mutex_unlock(&ctx->lock);
+	/* QP a measures its RTT (a few messages; microseconds here) */
+	for (int k = 0; k < 4; k++) {
+		post_recv1(q[1][0], md, dst[0], sizeof(dst[0]));
+		post_send1(q[0][0], ms, src, sizeof(src));
+		ck_assert(settle(&t, &got));
+	}
+	ck_assert_int_eq(got, 8);
+	pthread_mutex_lock(&ctx->lock);
+	ck_assert_uint_gt(a->paths[0].rtt.samples, 0);
+	ck_assert_uint_eq(b->paths[0].rtt.samples, 0);
+	ck_assert_uint_lt(efi_retx_pto_ns(a), dflt);
+	/* the peer measures less than the default: b keeps the default */
+	ck_assert_uint_eq(efi_retx_pto_ns(b), dflt);
+	/* the peer's queue grows to 10 ms (its QPs' samples say so): b,
+	 * without a sample of its own, waits twice that; a goes by its own */
+	struct efi_rtt_peer *pr = efi_rtt_peer_find(&ctx->rtt_peers, b->peer.sin6_addr.s6_addr, false);
+	ck_assert_ptr_nonnull(pr);
+	ck_assert_uint_gt(pr->path[0].samples, 0);
+	for (int k = 0; k < 100; k++)
+		efi_rtt_sample(&pr->path[0], 10u * 1000 * 1000);
+	ck_assert_uint_gt(efi_retx_pto_ns(b), dflt);
+	ck_assert_uint_eq(efi_retx_pto_ns(b), 2 * pr->path[0].srtt_ns);
+	ck_assert_uint_lt(efi_retx_pto_ns(a), dflt);
+	ck_assert_uint_eq(efi_retx_rto_ns(b), rto_cap);
+	pthread_mutex_unlock(&ctx->lock);
+
+	for (int s = 0; s < 2; s++)
+		for (int i = 0; i < NQP; i++)
+			ck_assert_int_eq(efi_destroy_qp(q[s][i]), 0);
+	efi_dereg_mr(ms);
+	efi_dereg_mr(md);
+	tpair_close(&t);
+}
+END_TEST
+
+/* The table alone: the first peers met keep their place, lookups find
+ * them, and a peer with no room has no entry (its QPs go by defaults). */
+START_TEST(rtt_peer_table)
+{
+	struct efi_rtt_peers t = { 0 };
+	uint8_t addr[16] = { 0 };
+	struct efi_rtt_peer *first;
+	unsigned made = 0;
+
+	ck_assert_ptr_null(efi_rtt_peer_find(&t, addr, true));	/* not allocated */
+	efi_rtt_peers_alloc(&t);
+	ck_assert_ptr_nonnull(t.slot);
+	first = efi_rtt_peer_find(&t, addr, true);
+	ck_assert_ptr_nonnull(first);
+	efi_rtt_sample(&first->path[1], 5000);
+	for (unsigned i = 1; i < 4 * EFI_RTT_PEER_SLOTS; i++) {
+		memcpy(addr, &i, sizeof(i));
+		made += efi_rtt_peer_find(&t, addr, true) != NULL;
+	}
+	ck_assert_uint_lt(made, EFI_RTT_PEER_SLOTS);	/* full: no more */
+	ck_assert_uint_ge(made, EFI_RTT_PEER_SLOTS / 2);
+	memset(addr, 0, sizeof(addr));
+	ck_assert_ptr_eq(efi_rtt_peer_find(&t, addr, false), first);
+	ck_assert_uint_eq(first->path[1].srtt_ns, 5000);
+	addr[15] = 0xee;
+	addr[14] = 0xee;
+	addr[13] = 0xee;
+	addr[12] = 0xee;
+	addr[11] = 0xee;
+	ck_assert_ptr_null(efi_rtt_peer_find(&t, addr, false));	/* never met */
+	efi_rtt_peers_free(&t);
+	ck_assert_ptr_null(t.slot);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("efi_many");
@@ -200,6 +299,8 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, idle_qps_leave_the_ring);
 	tcase_add_test(tc, idle_qp_fails_on_cq_loss);
+	tcase_add_test(tc, new_qp_goes_by_its_peers_rtt);
+	tcase_add_test(tc, rtt_peer_table);
 	suite_add_tcase(s, tc);
 	return s;
 }
