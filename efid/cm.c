@@ -474,7 +474,9 @@ void cm_input(struct efid *d, const char *instance, const struct sockaddr_in6 *f
 		/* a DREQ from the active side names a passive connection here */
 		c = conn_find(d, !m->from_active, m->tid, from, instance);
 		reply_once(d, instance, from, CM_W_DREP, m->tid, 0, !m->from_active);
-		if (c && c->state != CS_DEAD && c->state != CS_CLOSING)
+		if (c && c->state == CS_CLOSING)
+			cm_conn_unlink(d->cm, c); /* both sides closed: the peer knows */
+		else if (c && c->state != CS_DEAD)
 			peer_disconnected(d, c);
 		return;
 	case CM_W_DREP:
@@ -521,7 +523,7 @@ void cm_conn_release(struct efid *d, struct cm_conn *c)
 		c->state = CS_CLOSING;
 		cm_persist_conn(d, c, false);
 		cm_conn_send(d, c, &dreq, true);
-		cm_set_deadline(d, c, DREQ_LINGER_USEC);
+		cm_set_deadline(d, c, DREQ_GIVEUP_USEC);
 		return;
 	}
 	default:
@@ -647,6 +649,12 @@ static void conn_expire(struct efid *d, struct cm_conn *c)
 		c->state = CS_ESTABLISHED; /* so that the release sends a DREQ */
 		cm_conn_release(d, c);
 		return;
+	case CS_CLOSING:
+		log_info("cm: connection %016llx in %s: no answer to its DREQ in %llu s, given up",
+			 (unsigned long long)c->tid, c->instance,
+			 (unsigned long long)(DREQ_GIVEUP_USEC / 1000000));
+		cm_conn_unlink(d->cm, c);
+		return;
 	default:
 		cm_conn_unlink(d->cm, c);
 		return;
@@ -672,8 +680,9 @@ static int on_tick(sd_event_source *s, uint64_t scheduled, void *userdata)
 			continue;
 		}
 		if (c->resending && usec >= c->next_send) {
+			uint64_t cap = c->state == CS_CLOSING ? DREQ_RTO_MAX_USEC : RTO_MAX_USEC;
 			cm_sock_send(d, c->instance, &c->peer, &c->out);
-			c->rto = c->rto * 2 > RTO_MAX_USEC ? RTO_MAX_USEC : c->rto * 2;
+			c->rto = c->rto * 2 > cap ? cap : c->rto * 2;
 			c->next_send = usec + c->rto;
 		}
 		if (!c->resending && !c->deadline) {

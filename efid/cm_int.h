@@ -20,6 +20,13 @@ struct client;
 #define RTO_MAX_USEC (800ull * 1000)
 #define TICK_USEC (10ull * 1000)
 #define DREQ_LINGER_USEC (2ull * 1000000)
+/* A DREQ is resent until the peer answers (DREP, or its own DREQ), with
+ * the interval doubling up to DREQ_RTO_MAX_USEC, for at most
+ * DREQ_GIVEUP_USEC: a peer efid stalled or restarting for longer than the
+ * first 2 s still hears of the disconnect (issue 18), and a peer host that
+ * is gone costs ~45 datagrams a connection before it is given up. */
+#define DREQ_RTO_MAX_USEC (1600ull * 1000)
+#define DREQ_GIVEUP_USEC (60ull * 1000000)
 #define TOMBSTONE_MAX_USEC (5ull * 1000000)
 #define DEFAULT_TIMEOUT_MS 5000u
 #define MAX_BACKLOG 4096u
