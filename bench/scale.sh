@@ -25,7 +25,7 @@
 #
 # From a build directory:
 #   sudo env top_builddir=$PWD bash /path/to/bench/scale.sh [N...]
-# SCALE_PAIRS=P changes P.
+# SCALE_PAIRS=P changes P; SCALE_LOGLEVEL the efids' log level (default info).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 : "${top_builddir:=.}"
 top_builddir=$(readlink -f "$top_builddir")
@@ -47,6 +47,11 @@ SIZES=("$@")
 [ ${#SIZES[@]} -gt 0 ] || SIZES=(1000 4000 16000)
 dp_init sb
 [ -x "$SCALE_TEST" ] || fail "scale-test not built at $SCALE_TEST (make check builds it, or make tests/scale/scale-test)"
+# efid at the level it runs with in production, as tests/cm/bench-cm-scale.sh
+# does: the tests' debug log costs each efid a formatted line per CM message
+# (SCALE_LOGLEVEL=debug for the figures before)
+DP_CONF_ONE=("Daemon.LogLevel=${SCALE_LOGLEVEL:-info}")
+DP_CONF_TWO=("Daemon.LogLevel=${SCALE_LOGLEVEL:-info}")
 dp_two_hosts
 
 fds_of() { find "/proc/${EFID_PID[$1]}/fd" -mindepth 1 -maxdepth 1 | wc -l; }
