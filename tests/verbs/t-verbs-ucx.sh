@@ -14,12 +14,17 @@
 #    over rc_verbs, the connection set up through UCX's tcp sockaddr
 #    CM; UCX's own ep_cfg lines show that the final lanes are rc_verbs
 #    and no tcp.  Figures beside the same run over UCX_TLS=tcp.
-#  - UCP connected by worker address (ucx_perftest tag_lat, Open MPI's
-#    pml ucx) stops at "no auxiliary transport" even with tcp offered:
-#    UCX 1.13 wires RC endpoints up through a transport whose peer takes
-#    active messages asynchronously (CB_ASYNC): ud_verbs, not tcp.  The
-#    rdmacm CM stops at its dummy UD QP.  docs/verbs.md, "UCX".
-# Cost: ~40 s.
+#  - UCT over ud_verbs (EFI's UD QPs): am_lat, with UCX's check of the
+#    GRH's destination GID on, as it is by default.
+#  - UCP connected by worker address (ucx_perftest tag_lat, tag_bw,
+#    ucp_put_bw; Open MPI's pml ucx in tests/mpi/t-mpi-ucx.sh) with
+#    UCX_TLS=rc: UCX wires the rc_verbs endpoints up through ud_verbs, its
+#    auxiliary transport, and moves the data over rc_verbs (the lanes UCX
+#    prints are checked); figures beside UCX's tcp.
+#  - UCX's rdmacm CM makes its dummy UD QP now and stops at rdma_connect on
+#    an id without a QP, which libefi-rdmacm does not offer.
+#    docs/verbs.md, "UCX".
+# Cost: ~60 s.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 # shellcheck source=tests/verbs/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -99,6 +104,9 @@ for spec in "put_lat 8 short" "put_bw 65536 zcopy" "am_lat 8 short" "am_bw 4096 
 	perf "rc_$t" -d efi0:1 -x rc_verbs -- -d efi0:1 -x rc_verbs -t "$t" -n 1000 -s "$size" -D "$layout"
 	perf "tcp_$t" -d efi0 -x tcp -- -d efi0 -x tcp -t "$t" -n 1000 -s "$size" -D "$layout"
 done
+# UD: UCX's own reliability over EFI's datagrams; its GRH check (the
+# destination GID of every datagram against the interface's GIDs) is on
+perf ud_am_lat -d efi0:1 -x ud_verbs -- -d efi0:1 -x ud_verbs -t am_lat -n 1000 -s 8 -D short
 # median and average latency (us), average bandwidth (MB/s); "-" where
 # the transport lacks the operation (tcp has no put)
 row() { awk '/^Final:/ {print $3, $4, $6; f = 1} END {if (!f) print "-"}' "$TMPD/$1.c"; }
@@ -110,6 +118,9 @@ for t in put_lat put_bw am_lat am_bw; do
 	[ "$r" != - ] || { show "rc_$t"; fail "ucx_perftest -x rc_verbs -t $t: no Final row"; }
 	printf '    %-8s %-28s %s\n' "$t" "$r" "$(row "tcp_$t")"
 done
+[ "$(cat "$TMPD/ud_am_lat.rc")" = 0 ] || { show ud_am_lat; fail "ucx_perftest -x ud_verbs -t am_lat failed"; }
+[ "$(row ud_am_lat)" != - ] || { show ud_am_lat; fail "ucx_perftest -x ud_verbs: no Final row"; }
+log "UCT am_lat over ud_verbs (EFI UD QPs): $(row ud_am_lat)"
 
 # --- UCP, connected by socket address ----------------------------------------
 # io_demo: reads and writes of 1..64 KiB through the TAG API, their data
@@ -149,24 +160,43 @@ log "UCP io_demo, 3000 TAG reads and writes of 1-64 KiB, the client's time:"
 log "    rc_verbs (EFI): $(cat "$TMPD/ucp_rc_tag.ms") ms;  tcp (kernel): $(cat "$TMPD/ucp_tcp_tag.ms") ms"
 
 # UCX's rdmacm CM, over libefi-rdmacm, reserves the QP number it announces
-# with a UD QP, which EFI does not have: the client stops there, before it
-# sends anything (so no server is needed)
+# with a dummy UD QP on the id's PD (which it makes now), then calls
+# rdma_connect on an id without a QP: libefi-rdmacm connects only ids with
+# a QP, so the client stops there, before it sends anything (so no server
+# is needed)
 if [ -r "$EFI_RDMACM_DIR/librdmacm.so.1" ]; then
 	# (io_demo retries every 5 s whatever -c says: 8 s see the first try)
-	c=$(vb timeout -k 2 8 env UCX_TLS=rc_verbs,tcp UCX_SOCKADDR_TLS_PRIORITY=rdmacm \
+	c=$(vb timeout -k 2 8 env UCX_TLS=rc,tcp UCX_SOCKADDR_TLS_PRIORITY=rdmacm UCX_LOG_LEVEL=info \
 		io_demo -p "$((port + 1))" -c 1 -i 10 "$IP_A" 2>&1) &&
 		fail "io_demo over the rdmacm CM passed: update docs/verbs.md: $c"
-	vmatch 'dummy ud qp' "$c" "rdmacm CM: stops at its dummy UD QP"
+	! grep -q 'dummy ud qp' <<<"$c" || fail "rdmacm CM: the dummy UD QP failed: $c"
+	vmatch 'rdma_connect.*failed: Operation not supported' "$c" "rdmacm CM: stops at rdma_connect without a QP"
 fi
 
 # --- UCP, connected by worker address ----------------------------------------
-# shellcheck disable=SC2054
-PENV=(UCX_TLS=rc_verbs,tcp UCX_LOG_LEVEL=info)
-perf ucp_rc -- -t tag_lat -n 100
-out=$(cat "$TMPD/ucp_rc.c")
-[ "$(cat "$TMPD/ucp_rc.rc")" != 0 ] || fail "ucx_perftest tag_lat over rc_verbs passed: update docs/verbs.md"
-vmatch 'no auxiliary transport' "$out" "UCP over rc_verbs with tcp: no auxiliary transport"
-PENV=(UCX_TLS=tcp UCX_NET_DEVICES=efi0)
-perf ucp_tcp -- -t tag_lat -n 2000
-[ "$(cat "$TMPD/ucp_tcp.rc")" = 0 ] || { show ucp_tcp; fail "UCP tag_lat over tcp failed"; }
-log "UCP tag_lat over tcp (for reference): $(row ucp_tcp)"
+# UCX_TLS=rc is UCX's rc_verbs with ud_verbs as the auxiliary transport the
+# endpoints are wired up through; no tcp, so every byte goes over EFI.
+# tag_bw of 64 KiB goes by rendezvous (RDMA Read), ucp_put_bw by RDMA Write.
+for spec in "tag_lat 8 10000" "tag_bw 65536 2000" "ucp_put_bw 65536 2000"; do
+	read -r t size n <<<"$spec"
+	PENV=(UCX_TLS=rc UCX_NET_DEVICES=efi0:1 UCX_LOG_LEVEL=info)
+	perf "ucp_rc_$t" -- -t "$t" -n "$n" -s "$size"
+	PENV=(UCX_TLS=tcp UCX_NET_DEVICES=efi0 UCX_LOG_LEVEL=info)
+	perf "ucp_tcp_$t" -- -t "$t" -n "$n" -s "$size"
+done
+log "UCP (ucx_perftest, by worker address): median and average latency (us), average bandwidth (MB/s)"
+printf '    %-11s %-28s %s\n' test "rc (EFI rc_verbs + ud_verbs)" "tcp (kernel TCP, same interface)"
+for t in tag_lat tag_bw ucp_put_bw; do
+	[ "$(cat "$TMPD/ucp_rc_$t.rc")" = 0 ] || { show "ucp_rc_$t"; fail "ucx_perftest -t $t over UCX_TLS=rc failed"; }
+	[ "$(cat "$TMPD/ucp_tcp_$t.rc")" = 0 ] || { show "ucp_tcp_$t"; fail "ucx_perftest -t $t over tcp failed"; }
+	r=$(row "ucp_rc_$t")
+	[ "$r" != - ] || { show "ucp_rc_$t"; fail "ucx_perftest -t $t over rc: no Final row"; }
+	# the data lane UCX chose, on both sides: EFI's rc_verbs
+	lane='tag'
+	[ "$t" != ucp_put_bw ] || lane='rma'
+	for side in c s; do
+		grep -q "ep_cfg\[[0-9]*\]: $lane(rc_verbs/efi0:1)" "$TMPD/ucp_rc_$t.$side" ||
+			{ show "ucp_rc_$t"; fail "ucx_perftest -t $t ($side): the $lane lane is not rc_verbs/efi0:1"; }
+	done
+	printf '    %-11s %-28s %s\n' "$t" "$r" "$(row "ucp_tcp_$t")"
+done

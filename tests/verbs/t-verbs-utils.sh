@@ -2,7 +2,7 @@
 # Debian's ibverbs-utils, unmodified, over EFI between the instances of two
 # hosts: ibv_devices and ibv_devinfo -v show the interface (GIDs at the
 # indexes efictl shows, port state, MTU, a stable GUID), every ibv_* they
-# call binds to libefi-verbs (LD_DEBUG=bindings), and ibv_rc_pingpong -g 0
+# call binds to libefi-verbs (LD_DEBUG=bindings), ibv_rc_pingpong -g 0 and ibv_ud_pingpong -g 0
 # completes with and without -e, reporting its bandwidth.  Cost: ~10 s.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 # shellcheck source=tests/verbs/lib.sh
@@ -55,18 +55,20 @@ log "ibv_* bindings: $ours to libefi-verbs, $theirs to libibverbs"
 [ "$theirs" = 0 ] || fail "ibv_* bound to the real libibverbs: $(grep -v 'libefi-verbs.so' <<<"$binds")"
 
 # pingpong SERVER-ARGS...: server in A, client in B with the same args
+# (PP: ibv_rc_pingpong, or ibv_ud_pingpong for UD QPs)
+PP=ibv_rc_pingpong
 pingpong() {
 	local spid crc=0 src=0
-	va timeout -k 5 40 ibv_rc_pingpong "$@" >"$TMPD/pp.s" 2>&1 &
+	va timeout -k 5 40 "$PP" "$@" >"$TMPD/pp.s" 2>&1 &
 	spid=$!
 	TRACK_BGPIDS+=("$spid")
 	verbs_wait_listen "$A" 18515
-	vb timeout -k 5 40 ibv_rc_pingpong "$@" "$IP_A" >"$TMPD/pp.c" 2>&1 || crc=$?
+	vb timeout -k 5 40 "$PP" "$@" "$IP_A" >"$TMPD/pp.c" 2>&1 || crc=$?
 	wait "$spid" || src=$?
 	sed 's/^/    server: /' "$TMPD/pp.s"
 	sed 's/^/    client: /' "$TMPD/pp.c"
 	if [ "$crc" != 0 ] || [ "$src" != 0 ]; then
-		fail "ibv_rc_pingpong $*: client exit $crc, server exit $src"
+		fail "$PP $*: client exit $crc, server exit $src"
 	fi
 	for f in "$TMPD/pp.s" "$TMPD/pp.c"; do
 		vmatch '[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec' "$(cat "$f")" "pingpong bandwidth line"
@@ -77,3 +79,10 @@ log "ibv_rc_pingpong -g 0"
 pingpong -g 0 -n 500
 log "ibv_rc_pingpong -g 0 -e (completion events)"
 pingpong -g 0 -e -n 500
+# UD QPs: address handles, datagrams of the port's MTU with their GRH
+# (ibv_ud_pingpong checks the messages' count, not their bytes)
+PP=ibv_ud_pingpong
+log "ibv_ud_pingpong -g 0 -s 1024"
+pingpong -g 0 -s 1024 -n 500
+log "ibv_ud_pingpong -g 0 -e (completion events)"
+pingpong -g 0 -e -n 200
