@@ -580,14 +580,24 @@ static inline bool efi_gid_is_v4(const union efi_gid *g)
 	return memcmp(g->raw, pfx, 12) == 0;
 }
 
-/* ud.c: unreliable datagram QPs (efi.h, "Unreliable datagram").
- * efi_ud_transition: the required and optional masks of a UD QP's
- * transition, false if it does not exist.  efi_ud_post_send: efi_post_send
- * for a UD QP (ctx->lock held): each datagram leaves before it returns.
- * efi_ud_receive: a datagram the parser passed, for UD QP qp (ctx->lock
- * held).  efi_ud_max_msg: the largest UD message, the port's active_mtu. */
-bool efi_ud_transition(enum efi_qp_state cur, enum efi_qp_state next, int *req, int *opt);
-int efi_ud_post_send(struct efi_qp_int *qp, struct efi_send_wr *wr, struct efi_send_wr **bad_wr);
+/* ud.c: unreliable datagram QPs (efi.h, "Unreliable datagram"), all with
+ * ctx->lock held.  efi_post_send checks a UD QP's WRs with efi_ud_check
+ * (0 or EINVAL, *len its bytes), builds each into a batch with efi_ud_add
+ * (0, or ENOMEM: the QP has no send queue), and sends the batch with
+ * efi_ud_flush, which completes its WRs: each datagram leaves before the
+ * post returns.  efi_ud_receive: a datagram the parser passed, for UD QP
+ * qp.  efi_ud_max_msg: the largest UD message, the port's active_mtu. */
+struct efi_ud_batch {
+	unsigned n, npkt;		/* WRs taken, datagrams built (ctx->txpkts) */
+	struct {
+		uint64_t wr_id;
+		enum efi_wc_status status;
+		bool complete;		/* signaled, or an error (errors always complete) */
+	} done[EFI_BATCH];
+};
+int efi_ud_check(struct efi_qp_int *qp, const struct efi_send_wr *wr, uint64_t *len);
+int efi_ud_add(struct efi_qp_int *qp, struct efi_ud_batch *b, const struct efi_send_wr *wr, uint32_t len);
+void efi_ud_flush(struct efi_qp_int *qp, struct efi_ud_batch *b);
 void efi_ud_receive(struct efi_context_int *ctx, struct efi_qp_int *qp, const struct efi_pkt *pkt,
 		    const struct efi_wire_pkt *wp);
 uint32_t efi_ud_max_msg(const struct efi_context_int *ctx);

@@ -99,12 +99,11 @@ int efi_post_send(struct efi_qp *pub, struct efi_send_wr *wr, struct efi_send_wr
 	ctx = qp->ctx;
 	/* No app_active_ns stamp here: posting does not receive, so a thread
 	 * that only posts must not keep the progress thread away. */
+	bool ud = qp->pub.qp_type == EFI_QPT_UD;
+	struct efi_ud_batch ub;	/* UD: datagrams built, sent at the end */
+
+	ub.n = ub.npkt = 0;
 	pthread_mutex_lock(&ctx->lock);
-	if (qp->pub.qp_type == EFI_QPT_UD) {
-		err = efi_ud_post_send(qp, wr, bad_wr);
-		pthread_mutex_unlock(&ctx->lock);
-		return err;
-	}
 	for (; wr; wr = wr->next) {
 		enum efi_qp_state st = qp->attr.qp_state;
 		uint64_t total;
@@ -114,12 +113,17 @@ int efi_post_send(struct efi_qp *pub, struct efi_send_wr *wr, struct efi_send_wr
 			err = EINVAL;
 			break;
 		}
-		if ((err = check_send_wr(qp, wr, &total)))
+		if ((err = ud ? efi_ud_check(qp, wr, &total) : check_send_wr(qp, wr, &total)))
 			break;
 		if (st == EFI_QPS_ERR) {
 			struct efi_wc wc = { .wr_id = wr->wr_id, .status = EFI_WC_WR_FLUSH_ERR,
 					     .qp_num = qp->pub.qp_num };
 			efi_cq_push((struct efi_cq_int *)qp->pub.send_cq, &wc, false);
+			continue;
+		}
+		if (ud) {
+			if ((err = efi_ud_add(qp, &ub, wr, (uint32_t)total)))
+				break;
 			continue;
 		}
 		if (((qp->sq_tail + 1) & qp->sq_mask) == qp->sq_head) {
@@ -174,7 +178,10 @@ int efi_post_send(struct efi_qp *pub, struct efi_send_wr *wr, struct efi_send_wr
 	}
 	if (err)
 		*bad_wr = wr;
-	efi_xport_flush_qp(ctx, qp);
+	if (ud)
+		efi_ud_flush(qp, &ub);
+	else
+		efi_xport_flush_qp(ctx, qp);
 	pthread_mutex_unlock(&ctx->lock);
 	return err;
 }

@@ -285,46 +285,46 @@ uint64_t efi_rnr_timer_ns(unsigned code)
 }
 
 #define M(x) EFI_QP_##x
-/* Allowed (required, optional) masks for each transition of an RC QP. */
-static bool transition_masks(enum efi_qp_state cur, enum efi_qp_state next, int *req, int *opt)
+/* The attributes each transition requires and allows besides STATE, for an
+ * RC and for a UD QP: the verbs tables (efi.h, efi_modify_qp).  Any state
+ * goes to RESET or ERR with STATE alone. */
+static const struct transition {
+	enum efi_qp_state cur, next;
+	int rc_req, rc_opt, ud_req, ud_opt;
+} transitions[] = {
+	{ EFI_QPS_RESET, EFI_QPS_INIT, M(ACCESS_FLAGS), M(PKEY_INDEX) | M(PORT),
+	  M(QKEY), M(PKEY_INDEX) | M(PORT) },
+	{ EFI_QPS_INIT, EFI_QPS_INIT, 0, M(ACCESS_FLAGS) | M(PKEY_INDEX) | M(PORT),
+	  0, M(QKEY) | M(PKEY_INDEX) | M(PORT) },
+	{ EFI_QPS_INIT, EFI_QPS_RTR,
+	  M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN) | M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER),
+	  M(ACCESS_FLAGS) | M(PKEY_INDEX), 0, M(QKEY) | M(PKEY_INDEX) },
+	{ EFI_QPS_RTR, EFI_QPS_RTS,
+	  M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) | M(SQ_PSN) | M(MAX_QP_RD_ATOMIC),
+	  M(ACCESS_FLAGS) | M(MIN_RNR_TIMER), M(SQ_PSN), M(QKEY) },
+	{ EFI_QPS_RTS, EFI_QPS_RTS, 0, M(ACCESS_FLAGS) | M(MIN_RNR_TIMER), 0, M(QKEY) },
+	{ EFI_QPS_RTS, EFI_QPS_SQD, 0, M(ACCESS_FLAGS) | M(MIN_RNR_TIMER), 0, M(QKEY) },
+	{ EFI_QPS_SQD, EFI_QPS_RTS, 0, M(ACCESS_FLAGS) | M(MIN_RNR_TIMER), 0, M(QKEY) },
+	{ EFI_QPS_SQD, EFI_QPS_SQD, 0, M(ACCESS_FLAGS) | M(MIN_RNR_TIMER), 0, M(QKEY) },
+};
+
+/* The required and optional masks of a transition; false if it does not
+ * exist. */
+static bool transition_masks(bool ud, enum efi_qp_state cur, enum efi_qp_state next, int *req, int *opt)
 {
 	*req = M(STATE);
 	*opt = 0;
 	if (next == EFI_QPS_RESET || next == EFI_QPS_ERR)
 		return true;
-	switch (cur) {
-	case EFI_QPS_RESET:
-		if (next != EFI_QPS_INIT)
-			return false;
-		*req |= M(ACCESS_FLAGS);
-		*opt = M(PKEY_INDEX) | M(PORT);
-		return true;
-	case EFI_QPS_INIT:
-		if (next == EFI_QPS_INIT) {
-			*opt = M(ACCESS_FLAGS) | M(PKEY_INDEX) | M(PORT);
+	for (size_t i = 0; i < sizeof(transitions) / sizeof(transitions[0]); i++) {
+		const struct transition *t = &transitions[i];
+		if (t->cur == cur && t->next == next) {
+			*req |= ud ? t->ud_req : t->rc_req;
+			*opt = ud ? t->ud_opt : t->rc_opt;
 			return true;
 		}
-		if (next != EFI_QPS_RTR)
-			return false;
-		*req |= M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN) | M(MAX_DEST_RD_ATOMIC) |
-			M(MIN_RNR_TIMER);
-		*opt = M(ACCESS_FLAGS) | M(PKEY_INDEX);
-		return true;
-	case EFI_QPS_RTR:
-		if (next != EFI_QPS_RTS)
-			return false;
-		*req |= M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) | M(SQ_PSN) | M(MAX_QP_RD_ATOMIC);
-		*opt = M(ACCESS_FLAGS) | M(MIN_RNR_TIMER);
-		return true;
-	case EFI_QPS_RTS:
-	case EFI_QPS_SQD:
-		if (next != EFI_QPS_RTS && next != EFI_QPS_SQD)
-			return false;
-		*opt = M(ACCESS_FLAGS) | M(MIN_RNR_TIMER);
-		return true;
-	default:
-		return false;
 	}
+	return false;
 }
 
 #define EFI_ACCESS_ALL (EFI_ACCESS_LOCAL_WRITE | EFI_ACCESS_REMOTE_WRITE | \
@@ -394,8 +394,7 @@ int efi_modify_qp(struct efi_qp *pub, struct efi_qp_attr *a, int mask)
 		goto out;
 	if (next > EFI_QPS_ERR || next == EFI_QPS_SQE)
 		goto out;
-	if (!(qp->pub.qp_type == EFI_QPT_UD ? efi_ud_transition(cur, next, &req, &opt)
-					    : transition_masks(cur, next, &req, &opt)))
+	if (!transition_masks(qp->pub.qp_type == EFI_QPT_UD, cur, next, &req, &opt))
 		goto out;
 	if (!(mask & M(STATE)))
 		req &= ~M(STATE);	/* a same-state modify without STATE */

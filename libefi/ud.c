@@ -73,69 +73,22 @@ uint32_t efi_ud_max_msg(const struct efi_context_int *ctx)
 	return (uint32_t)efi_mtu_to_num(efi_active_mtu(ctx->p.link_mtu));
 }
 
-#define M(x) EFI_QP_##x
-bool efi_ud_transition(enum efi_qp_state cur, enum efi_qp_state next, int *req, int *opt)
-{
-	*req = M(STATE);
-	*opt = 0;
-	if (next == EFI_QPS_RESET || next == EFI_QPS_ERR)
-		return true;
-	switch (cur) {
-	case EFI_QPS_RESET:
-		if (next != EFI_QPS_INIT)
-			return false;
-		*req |= M(QKEY);
-		*opt = M(PKEY_INDEX) | M(PORT);
-		return true;
-	case EFI_QPS_INIT:
-		if (next == EFI_QPS_INIT) {
-			*opt = M(QKEY) | M(PKEY_INDEX) | M(PORT);
-			return true;
-		}
-		if (next != EFI_QPS_RTR)
-			return false;
-		*opt = M(QKEY) | M(PKEY_INDEX);
-		return true;
-	case EFI_QPS_RTR:
-		if (next != EFI_QPS_RTS)
-			return false;
-		*req |= M(SQ_PSN);
-		*opt = M(QKEY);
-		return true;
-	case EFI_QPS_RTS:
-	case EFI_QPS_SQD:
-		if (next != EFI_QPS_RTS && next != EFI_QPS_SQD)
-			return false;
-		*opt = M(QKEY);
-		return true;
-	default:
-		return false;
-	}
-}
-#undef M
-
 /* ------------------------------------------------------------------ send */
 
 #define UD_SEND_FLAGS (EFI_SEND_FENCE | EFI_SEND_SIGNALED | EFI_SEND_SOLICITED | EFI_SEND_INLINE)
 
-struct ud_done {
-	uint64_t wr_id;
-	enum efi_wc_status status;
-	bool complete;			/* signaled, or an error (errors always complete) */
-};
-
-/* Hands the npkt datagrams built in ctx->txpkts to the wire, then completes
- * the n WRs they and the failed ones came from, in posting order (ctx->lock
+/* Hands the datagrams built in ctx->txpkts to the wire, then completes the
+ * WRs they and the failed ones came from, in posting order (ctx->lock
  * held).  A datagram the socket would not take now is lost, as one a switch
  * drops: UD promises nothing more, and blocking the poster would stall
  * every QP of the context. */
-static void ud_flush(struct efi_qp_int *qp, unsigned npkt, unsigned n, const struct ud_done *done)
+void efi_ud_flush(struct efi_qp_int *qp, struct efi_ud_batch *b)
 {
 	struct efi_context_int *ctx = qp->ctx;
 	unsigned sent = 0;
 
-	for (int tries = 0; sent < npkt && tries < 4; tries++) {
-		int r = efi_wire_send(ctx->wire, ctx->txpkts + sent, npkt - sent);
+	for (int tries = 0; sent < b->npkt && tries < 4; tries++) {
+		int r = efi_wire_send(ctx->wire, ctx->txpkts + sent, b->npkt - sent);
 		if (r < 0)
 			break;
 		sent += (unsigned)r;
@@ -144,19 +97,19 @@ static void ud_flush(struct efi_qp_int *qp, unsigned npkt, unsigned n, const str
 		qp->cnt.tx_packets++;
 		qp->cnt.tx_bytes += efi_wire_pkt_size(&ctx->txpkts[i]);
 	}
-	for (unsigned i = 0; i < n; i++) {
-		if (!done[i].complete)
+	for (unsigned i = 0; i < b->n; i++) {
+		if (!b->done[i].complete)
 			continue;
 		struct efi_wc wc = {
-			.wr_id = done[i].wr_id, .status = done[i].status, .opcode = EFI_WC_SEND,
+			.wr_id = b->done[i].wr_id, .status = b->done[i].status, .opcode = EFI_WC_SEND,
 			.qp_num = qp->pub.qp_num,
 		};
 		efi_cq_push((struct efi_cq_int *)qp->pub.send_cq, &wc, false);
 	}
+	b->n = b->npkt = 0;
 }
 
-/* Checks a UD send WR (ctx->lock held): 0 or EINVAL, *len its bytes. */
-static int ud_check(struct efi_qp_int *qp, const struct efi_send_wr *wr, uint32_t *len)
+int efi_ud_check(struct efi_qp_int *qp, const struct efi_send_wr *wr, uint64_t *len)
 {
 	uint64_t total = 0;
 
@@ -173,7 +126,7 @@ static int ud_check(struct efi_qp_int *qp, const struct efi_send_wr *wr, uint32_
 		return EINVAL;
 	if ((wr->send_flags & EFI_SEND_INLINE) && total > qp->attr.cap.max_inline_data)
 		return EINVAL;
-	*len = (uint32_t)total;
+	*len = total;
 	return 0;
 }
 
@@ -223,51 +176,22 @@ static bool ud_build(struct efi_qp_int *qp, const struct efi_send_wr *wr, uint32
 	return true;
 }
 
-int efi_ud_post_send(struct efi_qp_int *qp, struct efi_send_wr *wr, struct efi_send_wr **bad_wr)
+int efi_ud_add(struct efi_qp_int *qp, struct efi_ud_batch *b, const struct efi_send_wr *wr, uint32_t len)
 {
-	struct ud_done done[EFI_BATCH];
-	unsigned n = 0, npkt = 0;
-	int err = 0;
-
-	for (; wr; wr = wr->next) {
-		enum efi_qp_state st = qp->attr.qp_state;
-		uint32_t len;
-
-		if (st == EFI_QPS_RESET || st == EFI_QPS_INIT || st == EFI_QPS_RTR) {
-			err = EINVAL;
-			break;
-		}
-		if ((err = ud_check(qp, wr, &len)))
-			break;
-		if (st == EFI_QPS_ERR) {
-			struct efi_wc wc = { .wr_id = wr->wr_id, .status = EFI_WC_WR_FLUSH_ERR,
-					     .qp_num = qp->pub.qp_num };
-			efi_cq_push((struct efi_cq_int *)qp->pub.send_cq, &wc, false);
-			continue;
-		}
-		/* a receive-only QP (max_send_wr 0) has no send queue at all */
-		if (qp->attr.cap.max_send_wr == 0) {
-			err = ENOMEM;
-			break;
-		}
-		done[n].wr_id = wr->wr_id;
-		done[n].status = EFI_WC_LOC_PROT_ERR;
-		if (ud_build(qp, wr, len, npkt)) {
-			done[n].status = EFI_WC_SUCCESS;
-			npkt++;
-		}
-		done[n].complete = done[n].status != EFI_WC_SUCCESS || qp->init.sq_sig_all ||
-				   (wr->send_flags & EFI_SEND_SIGNALED);
-		if (++n == EFI_BATCH) {
-			ud_flush(qp, npkt, n, done);
-			n = npkt = 0;
-		}
+	/* a receive-only QP (max_send_wr 0) has no send queue at all */
+	if (qp->attr.cap.max_send_wr == 0)
+		return ENOMEM;
+	b->done[b->n].wr_id = wr->wr_id;
+	b->done[b->n].status = EFI_WC_LOC_PROT_ERR;
+	if (ud_build(qp, wr, len, b->npkt)) {
+		b->done[b->n].status = EFI_WC_SUCCESS;
+		b->npkt++;
 	}
-	if (n)
-		ud_flush(qp, npkt, n, done);
-	if (err)
-		*bad_wr = wr;
-	return err;
+	b->done[b->n].complete = b->done[b->n].status != EFI_WC_SUCCESS || qp->init.sq_sig_all ||
+				 (wr->send_flags & EFI_SEND_SIGNALED);
+	if (++b->n == EFI_BATCH)
+		efi_ud_flush(qp, b);
+	return 0;
 }
 
 /* --------------------------------------------------------------- receive */
