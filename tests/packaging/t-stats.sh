@@ -152,7 +152,7 @@ positive "$qpb" || fail "no QP of $B counts bytes sent to $GID_A: $(grep '^efi_q
 log "under 1% loss: $inj drops by reason injected; B's QPs to A sent $qpb bytes"
 json=$(ctl_on main --json stats "$B" efi0)
 jq -e --arg p "$GID_A" '.interfaces[0].contexts | length >= 1 and all(
-	(.drops_by_reason | keys | length) == 8 and .qps_omitted == 0 and
+	(.drops_by_reason | keys | length) == 10 and .qps_omitted == 0 and
 	([.qps[] | select(.state == "rts" and .peer == $p and .tx_bytes > 0)] | length) >= 1)' \
 	<<<"$json" >/dev/null || fail "--json stats lacks drops by reason or B's QP to A: $json"
 
