@@ -71,16 +71,25 @@ mpi_host() {
 # to the provider; the "self" BTL only, so no BTL can carry data between
 # the ranks; mpi_yield_when_idle because two ranks, their progress threads
 # and efid share 2 cores here.
+#
+# --bind-to none, for every transport: each "host" here is an instance on
+# the same machine, and Open MPI binds the first rank of every node to the
+# node's first core, so all ranks (with their threads) shared CPU 0 while
+# the other cores idled.  A polling transport in user space then waits for
+# its peer's time slice (2-3 ms gaps in a packet trace, each rank on CPU a
+# third of the time): MPI_Allreduce 16 MiB took 225 ms over efi and 72 ms
+# over tcp, 17.5 and 9.9 ms unbound (same run).  Real hosts have their own
+# cores; here the scheduler must be free to spread the ranks.
 mpi_flags() {
 	if [ "$MPI_TRANSPORT" = ob1-tcp ]; then
 		# Open MPI's own TCP path (ob1 PML, tcp BTL): what a user without
 		# RDMA runs, the baseline of issue 20
 		# shellcheck disable=SC2054
-		MPI_FLAGS=(--mca pml ob1 --mca btl tcp,self --mca mpi_yield_when_idle 1)
+		MPI_FLAGS=(--mca pml ob1 --mca btl tcp,self --mca mpi_yield_when_idle 1 --bind-to none)
 		return
 	fi
 	MPI_FLAGS=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$MPI_TRANSPORT"
-		--mca btl self --mca mpi_yield_when_idle 1)
+		--mca btl self --mca mpi_yield_when_idle 1 --bind-to none)
 }
 
 # mpi_run OUT NP PROGRAM [ARGS...]: mpirun -np NP of PROGRAM over the hosts
