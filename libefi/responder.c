@@ -274,6 +274,24 @@ static void queue_atomic(struct efi_qp_int *qp, const struct efi_pkt *pkt, uint6
 	e->msn = qp->msn;
 }
 
+/* Whether a queued Read will send all of [psn, psn + n) and has not
+ * sent any of it yet. */
+static bool read_still_queued(const struct efi_qp_int *qp, uint32_t psn, uint32_t n)
+{
+	for (uint32_t i = 0; i < qp->respq_count; i++) {
+		const struct efi_respq_ent *e = &qp->respq[(qp->respq_head + i) % EFI_RESPQ_SLOTS];
+		uint32_t count;
+
+		if (e->kind != RESPQ_READ || efi_psn_before(psn, e->first_psn))
+			continue;
+		count = efi_pkt_count(e->total, qp->seg);
+		if (!efi_psn_after(e->psn, psn) &&
+		    efi_psn_diff(efi_psn_add(psn, n), efi_psn_add(e->first_psn, count)) <= 0)
+			return true;
+	}
+	return false;
+}
+
 /* A duplicate request (PSN before rcv_psn). */
 static void handle_duplicate(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 {
@@ -286,6 +304,13 @@ static void handle_duplicate(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 			efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
 			return;
 		}
+		/* Every response it asks for is still queued, none sent yet
+		 * (a probe or a timeout of a requester whose Read waited
+		 * behind others in this queue, or behind a stall of this
+		 * process): they are on their way; a replay would send them
+		 * twice and drop the Reads queued behind. */
+		if (read_still_queued(qp, pkt->psn, n))
+			return;
 		/* The requester went back to this Read: drop responses queued
 		 * after it (it asks for them again), then replay from memory. */
 		bool dropped = false;

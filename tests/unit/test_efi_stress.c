@@ -213,6 +213,83 @@ START_TEST(test_hostile)
 }
 END_TEST
 
+/* Forges one Read request of n response packets from qp[0] to qp[1]. */
+static uint32_t forge_read(uint8_t *pkt, size_t cap, const struct tpair *t, uint32_t psn, uint64_t va,
+			   uint32_t rkey, uint32_t n)
+{
+	struct efi_pkt h;
+
+	memset(&h, 0, sizeof(h));
+	h.version = EFI_WIRE_VERSION;
+	h.opcode = EFI_OP_READ_REQUEST;
+	h.dest_qpn = t->qp[1]->qp_num;
+	h.src_qpn = t->qp[0]->qp_num;
+	h.psn = psn & EFI_PSN_MASK;
+	h.flags = EFI_PKT_F_ACKREQ;
+	h.tx_ts = 1;
+	h.reth.va = va;
+	h.reth.rkey = rkey;
+	h.reth.dma_len = n * qp_of(t->qp[1])->seg;
+	return (uint32_t)efi_pkt_build_hdr(pkt, cap, &h);
+}
+
+/* A Read request that arrives again while all of its responses are still
+ * queued (a requester's probe or timeout while the responder was
+ * stalled) changes nothing: the responses leave once each, and the Read
+ * queued behind it is not dropped.  Two Reads and a copy of the first
+ * reach the responder in one receive batch (both contexts' locks held
+ * meanwhile, so no transport runs in between); the test plays the
+ * requester and counts the responses. */
+START_TEST(test_dup_read_while_queued)
+{
+	enum { N = 64 };
+	struct tpair t;
+	struct efi_context_int *c0, *c1;
+	uint8_t *src = calloc(1, 2 * N * 4096), pkt[EFI_RXBUF_SIZE], req[3][256];
+	uint32_t len[3], psn, seen[2 * N] = { 0 }, others = 0;
+	int got;
+
+	tpair_open(&t, 1500, NULL);
+	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
+	c0 = (struct efi_context_int *)t.ctx[0];
+	c1 = (struct efi_context_int *)t.ctx[1];
+	struct efi_mr *m = reg(t.pd[1], src, 2 * N * 4096);
+	pthread_mutex_lock(&c0->lock);	/* ctx 0 takes nothing off the wire: the test is the requester */
+	pthread_mutex_lock(&c1->lock);
+	psn = qp_of(t.qp[1])->rcv_psn;
+	len[0] = forge_read(req[0], sizeof(req[0]), &t, psn, (uintptr_t)src, m->rkey, N);
+	len[1] = forge_read(req[1], sizeof(req[1]), &t, psn + N,
+			    (uintptr_t)src + (uint64_t)N * qp_of(t.qp[1])->seg, m->rkey, N);
+	ck_assert(len[0] && len[1]);
+	memcpy(req[2], req[0], len[0]);
+	len[2] = len[0];
+	for (int i = 0; i < 3; i++)
+		tw_inject(c1->wire, req[i], len[i]);
+	pthread_mutex_unlock(&c1->lock);
+	for (int i = 0; i < 200; i++)
+		efi_poll_cq(t.cq[1], 0, NULL);
+	while ((got = tw_take(c1->wire, pkt, sizeof(pkt))) >= 0) {
+		struct efi_pkt r;
+		uint32_t k;
+
+		if (efi_pkt_parse(pkt, (size_t)got, &r) != 0 || r.opcode < EFI_OP_READ_RESP_FIRST ||
+		    r.opcode > EFI_OP_READ_RESP_ONLY) {
+			others++;
+			continue;
+		}
+		k = (r.psn - psn) & EFI_PSN_MASK;
+		ck_assert_uint_lt(k, 2 * N);
+		seen[k]++;
+	}
+	pthread_mutex_unlock(&c0->lock);
+	for (uint32_t k = 0; k < 2 * N; k++)
+		ck_assert_msg(seen[k] == 1, "response %u sent %u times (%u other packets)", k, seen[k], others);
+	efi_dereg_mr(m);
+	tpair_close(&t);
+	free(src);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("efi_stress");
@@ -220,6 +297,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_hostile);
+	tcase_add_test(tc, test_dup_read_while_queued);
 	suite_add_tcase(s, tc);
 	return s;
 }
