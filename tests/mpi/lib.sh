@@ -129,7 +129,7 @@ mpi_show() {
 }
 
 # mpi_watch_start "EFICTL-COMMAND"...: samples `EFICTL-COMMAND --json
-# status` of each (words, e.g. "ctl_on main" or "tb_ctl 1") five times a
+# status` of each (words, e.g. "ctl_on main" or "tb_ctl 1") ten times a
 # second into $TMPD/mpi-watch (lines "INSTANCE PID TX_BYTES RX_BYTES", one
 # per libefi context) until mpi_watch_stop.  A context's counters vanish
 # with its process, so only sampling while MPI runs can show what its
@@ -149,7 +149,7 @@ mpi_watch_start() {
 					"\($i) \(.pid) \(.tx_bytes) \(.rx_bytes)"' \
 					"$TMPD/mpi-watch.json.$n" 2>/dev/null
 			done
-			sleep 0.2
+			sleep 0.1
 		done
 	) >>"$TMPD/mpi-watch" &
 	MPI_WATCH_PID=$!
