@@ -28,10 +28,12 @@ mpi_host efi-b "$B" "$SOCK_B"
 
 # pml ucx instead of the CM PML over ofi; the "self" BTL only.  pml ucx
 # runs only over the transports of pml_ucx_tls (by default RDMA ones, not
-# tcp): "any" for the baseline.
+# tcp): "any" for the baseline.  --bind-to none as tests/mpi/lib.sh says:
+# the two "hosts" are instances of one machine, and Open MPI would bind
+# both ranks to core 0.
 mpi_flags() {
 	MPI_FLAGS=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any
-		--mca btl self --mca osc ^ucx --mca mpi_yield_when_idle 1)
+		--mca btl self --mca osc ^ucx --mca mpi_yield_when_idle 1 --bind-to none)
 }
 
 # ucx RESULT NAME UCX_TLS UCX_NET_DEVICES PROGRAM ARGS...: mpirun -np 2 of
