@@ -153,8 +153,11 @@ int efi_post_send(struct efi_qp *pub, struct efi_send_wr *wr, struct efi_send_wr
 		if (w->is_inline) {
 			uint32_t off = 0;
 			for (int i = 0; i < wr->num_sge; i++) {
-				memcpy(w->inline_buf + off, (const void *)(uintptr_t)wr->sg_list[i].addr,
-				       wr->sg_list[i].length);
+				/* an empty SGE may have no address (UCX's
+				 * am_short): memcpy with NULL is undefined */
+				if (wr->sg_list[i].length)
+					memcpy(w->inline_buf + off, (const void *)(uintptr_t)wr->sg_list[i].addr,
+					       wr->sg_list[i].length);
 				off += wr->sg_list[i].length;
 			}
 			w->num_sge = 1;

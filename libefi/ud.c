@@ -159,7 +159,8 @@ static bool ud_build(struct efi_qp_int *qp, const struct efi_send_wr *wr, uint32
 		if (!(wr->send_flags & EFI_SEND_INLINE) &&
 		    !efi_mr_check(ctx, s->lkey, qp->pub.pd, s->addr, s->length, 0))
 			return false;
-		memcpy(buf + off, (const void *)(uintptr_t)s->addr, s->length);
+		if (s->length)	/* an empty SGE may have no address */
+			memcpy(buf + off, (const void *)(uintptr_t)s->addr, s->length);
 		off += s->length;
 	}
 	qp->ud_psn = efi_psn_add(qp->ud_psn, 1);

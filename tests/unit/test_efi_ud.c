@@ -459,6 +459,57 @@ START_TEST(test_ud_wire_bytes)
 }
 END_TEST
 
+/* An inline send whose first SGE is empty and has no address (UCX's
+ * am_short posts one): the data of the others arrives, nothing reads
+ * through the NULL (UBSan in the sanitizer build), on a UD and an RC QP. */
+START_TEST(test_inline_empty_sge)
+{
+	struct tpair t;
+	uint8_t src[16] = "after an empty", dst[128];
+	struct efi_wc wc;
+
+	tpair_open(&t, 1500, NULL);
+	struct efi_qp *q0 = ud_qp(t.pd[0], t.cq[0], NULL), *q1 = ud_qp(t.pd[1], t.cq[1], NULL);
+	struct efi_ah *ah = ah_to(t.pd[0], 2);
+	struct efi_mr *md = reg(t.pd[1], dst, sizeof(dst));
+	ud_to_rts(q0, QKEY);
+	ud_to_rts(q1, QKEY);
+	struct efi_sge sg[2] = { { 0, 0, 0 }, { (uintptr_t)src, 14, 0 } };
+	struct efi_send_wr w, *bad;
+	memset(&w, 0, sizeof(w));
+	w.wr_id = 1;
+	w.sg_list = sg;
+	w.num_sge = 2;
+	w.opcode = EFI_WR_SEND;
+	w.send_flags = EFI_SEND_INLINE | EFI_SEND_SIGNALED;
+	w.wr.ud.ah = ah;
+	w.wr.ud.remote_qpn = q1->qp_num;
+	w.wr.ud.remote_qkey = QKEY;
+	post_recv1(q1, 2, dst, sizeof(dst), md);
+	ck_assert_int_eq(efi_post_send(q0, &w, &bad), 0);
+	expect(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
+	expect(t.cq[1], EFI_WC_SUCCESS, 2, &wc);
+	ck_assert_uint_eq(wc.byte_len, EFI_GRH_LEN + 14);
+	ck_assert_mem_eq(dst + EFI_GRH_LEN, src, 14);
+	efi_destroy_qp(q0);
+	efi_destroy_qp(q1);
+	efi_destroy_ah(ah);
+
+	/* the same on an RC QP */
+	tpair_connect(&t, &cap, 0, 7, 1, 14, 7);
+	memset(dst, 0, sizeof(dst));
+	post_recv1(t.qp[1], 3, dst, sizeof(dst), md);
+	w.wr_id = 4;
+	ck_assert_int_eq(efi_post_send(t.qp[0], &w, &bad), 0);
+	expect(t.cq[0], EFI_WC_SUCCESS, 4, NULL);
+	expect(t.cq[1], EFI_WC_SUCCESS, 3, &wc);
+	ck_assert_uint_eq(wc.byte_len, 14);
+	ck_assert_mem_eq(dst, src, 14);
+	efi_dereg_mr(md);
+	tpair_close(&t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("efi_ud");
@@ -470,6 +521,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_ud_drops);
 	tcase_add_test(tc, test_ud_srq);
 	tcase_add_test(tc, test_ud_wire_bytes);
+	tcase_add_test(tc, test_inline_empty_sge);
 	suite_add_tcase(s, tc);
 	return s;
 }
