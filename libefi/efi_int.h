@@ -262,6 +262,7 @@ struct efi_context_int {
 	bool progress_running;
 	int stop_fd;			/* eventfd: tells the progress thread to quit */
 	_Atomic uint64_t app_active_ns;	/* last time efi_poll_cq ran the transport (relaxed) */
+	uint64_t run_ns;		/* the clock efi_xport_run read, 0: it read none (ctx->lock) */
 	struct efi_lease *lease;		/* lease.c: efid restarts, revoke, quota; or NULL */
 	/* cm_watch.c: the thread serving all CM connections of the context,
 	 * started with the first one; NULL before */
