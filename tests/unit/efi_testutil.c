@@ -360,3 +360,17 @@ int tpoll(struct efi_cq *cq, struct efi_wc *wc, int n, int ms)
 	}
 	return got;
 }
+
+struct efi_mr *treg(struct efi_pd *pd, void *buf, size_t len, int access)
+{
+	struct efi_mr *mr = efi_reg_mr(pd, buf, len, access);
+	ck_assert_ptr_nonnull(mr);
+	return mr;
+}
+
+void tpost_recv1(struct efi_qp *qp, uint64_t id, void *buf, uint32_t len, const struct efi_mr *mr)
+{
+	struct efi_sge sge = { (uintptr_t)buf, len, mr->lkey };
+	struct efi_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
+	ck_assert_int_eq(efi_post_recv(qp, &wr, &bad), 0);
+}

@@ -8,6 +8,7 @@
 #define EFI_TESTUTIL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <efi/efi.h>
@@ -52,5 +53,10 @@ int tqp_to_rts(struct efi_qp *qp, uint32_t dest, const union efi_gid *dgid, uint
 int tpoll(struct efi_cq *cq, struct efi_wc *wc, int n, int ms);
 
 void tgid_v4(union efi_gid *g, uint8_t a, uint8_t b, uint8_t c, uint8_t d);
+
+/* Registers [buf, buf + len) with access (asserts it worked). */
+struct efi_mr *treg(struct efi_pd *pd, void *buf, size_t len, int access);
+/* Posts one receive of len bytes at buf (asserts it was taken). */
+void tpost_recv1(struct efi_qp *qp, uint64_t id, void *buf, uint32_t len, const struct efi_mr *mr);
 
 #endif

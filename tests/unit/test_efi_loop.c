@@ -39,17 +39,7 @@ static uint8_t *pattern(size_t len, unsigned seed)
 
 static struct efi_mr *reg(struct efi_pd *pd, void *buf, size_t len)
 {
-	struct efi_mr *mr = efi_reg_mr(pd, buf, len, EFI_ACCESS_LOCAL_WRITE | EFI_ACCESS_REMOTE_WRITE |
-				       EFI_ACCESS_REMOTE_READ | EFI_ACCESS_REMOTE_ATOMIC);
-	ck_assert_ptr_nonnull(mr);
-	return mr;
-}
-
-static void post_recv1(struct efi_qp *qp, uint64_t id, void *buf, uint32_t len, struct efi_mr *mr)
-{
-	struct efi_sge sge = { (uintptr_t)buf, len, mr->lkey };
-	struct efi_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
-	ck_assert_int_eq(efi_post_recv(qp, &wr, &bad), 0);
+	return treg(pd, buf, len, EFI_ACCESS_LOCAL_WRITE | EFI_ACCESS_REMOTE_WRITE | EFI_ACCESS_REMOTE_READ | EFI_ACCESS_REMOTE_ATOMIC);
 }
 
 static int post1(struct efi_qp *qp, enum efi_wr_opcode op, uint64_t id, void *buf, uint32_t len,
@@ -119,7 +109,7 @@ static void do_send_sizes(struct tpair *t)
 		struct efi_mr *ms = reg(t->pd[0], src, n ? n : 1), *md = reg(t->pd[1], dst, n + 16);
 		struct efi_wc wc;
 
-		post_recv1(t->qp[1], 100 + i, dst, n + 16, md);
+		tpost_recv1(t->qp[1], 100 + i, dst, n + 16, md);
 		ck_assert_int_eq(post1(t->qp[0], i & 1 ? EFI_WR_SEND_WITH_IMM : EFI_WR_SEND, i, src, n, ms, 0, 0, 0), 0);
 		expect_wc(t->cq[0], EFI_WC_SUCCESS, i, &wc);
 		ck_assert_int_eq(wc.opcode, EFI_WC_SEND);
@@ -168,7 +158,7 @@ static void do_rdma_sizes(struct tpair *t)
 		ck_assert_msg(memcmp(src, back, n) == 0, "read of %u bytes corrupted", n);
 
 		/* Write with immediate consumes a receive, byte_len = length */
-		post_recv1(t->qp[1], 77, rbuf, sizeof(rbuf), mr);
+		tpost_recv1(t->qp[1], 77, rbuf, sizeof(rbuf), mr);
 		memset(dst, 0, n + 1);
 		ck_assert_int_eq(post1(t->qp[0], EFI_WR_RDMA_WRITE_WITH_IMM, 3, src, n, ms, (uintptr_t)dst,
 				       md->rkey, EFI_SEND_SOLICITED), 0);
@@ -468,7 +458,7 @@ START_TEST(test_inline)
 	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
 	struct efi_mr *md = reg(t.pd[1], dst, sizeof(dst));
 	memset(buf, 0x5a, sizeof(buf));
-	post_recv1(t.qp[1], 1, dst, sizeof(dst), md);
+	tpost_recv1(t.qp[1], 1, dst, sizeof(dst), md);
 	ck_assert_int_eq(post1(t.qp[0], EFI_WR_SEND, 2, buf, 256, NULL, 0, 0, EFI_SEND_INLINE), 0);
 	memset(buf, 0, sizeof(buf));
 	expect_wc(t.cq[1], EFI_WC_SUCCESS, 1, &wc);
@@ -497,7 +487,7 @@ START_TEST(test_unsignaled)
 	for (int spins = 0; recvd < 1000 || sent < 10; spins++) {
 		ck_assert_int_lt(spins, 50000000);
 		while (posted_r - recvd < 200 && posted_r < 1000)
-			post_recv1(t.qp[1], (uint64_t)posted_r++, dst, sizeof(dst), md);
+			tpost_recv1(t.qp[1], (uint64_t)posted_r++, dst, sizeof(dst), md);
 		/* unsignaled WQEs free up with the next signaled completion */
 		while (posted_s < posted_r && posted_s - sent * 100 < 200) {
 			struct efi_sge sge = { (uintptr_t)buf, 8, ms->lkey };
@@ -552,7 +542,7 @@ START_TEST(test_rnr)
 			break;
 	}
 	ck_assert_uint_ge(c.rnr_naks_sent, 2);
-	post_recv1(t.qp[1], 2, dst, sizeof(dst), md);
+	tpost_recv1(t.qp[1], 2, dst, sizeof(dst), md);
 	expect_wc(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
 	expect_wc(t.cq[1], EFI_WC_SUCCESS, 2, &wc);
 	ck_assert_uint_eq(wc.byte_len, sizeof(buf));
@@ -562,7 +552,7 @@ START_TEST(test_rnr)
 	ck_assert_int_eq(post1(t.qp[0], EFI_WR_RDMA_WRITE_WITH_IMM, 3, buf, sizeof(buf), ms, (uintptr_t)dst,
 			       md->rkey, 0), 0);
 	ck_assert_int_eq(tpoll(t.cq[0], &wc, 1, 20), 0);
-	post_recv1(t.qp[1], 4, dst, 1, md);
+	tpost_recv1(t.qp[1], 4, dst, 1, md);
 	expect_wc(t.cq[0], EFI_WC_SUCCESS, 3, NULL);
 	expect_wc(t.cq[1], EFI_WC_SUCCESS, 4, &wc);
 	ck_assert_int_eq(wc.opcode, EFI_WC_RECV_RDMA_WITH_IMM);
@@ -644,8 +634,8 @@ START_TEST(test_loc_len_err)
 	tpair_open(&t, 1500, NULL);
 	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
 	struct efi_mr *ms = reg(t.pd[0], src, sizeof(src)), *md = reg(t.pd[1], dst, sizeof(dst));
-	post_recv1(t.qp[1], 5, dst, sizeof(dst), md);
-	post_recv1(t.qp[1], 6, dst, sizeof(dst), md);
+	tpost_recv1(t.qp[1], 5, dst, sizeof(dst), md);
+	tpost_recv1(t.qp[1], 6, dst, sizeof(dst), md);
 	ck_assert_int_eq(post1(t.qp[0], EFI_WR_SEND, 1, src, 4000, ms, 0, 0, 0), 0);
 	expect_wc(t.cq[1], EFI_WC_LOC_LEN_ERR, 5, &wc);
 	ck_assert_uint_eq(wc.byte_len, sizeof(dst));
@@ -698,8 +688,8 @@ START_TEST(test_piggybacked_acks)
 		for (uint32_t i = 0; i < N; i++) {
 			struct efi_wc wc;
 
-			post_recv1(t.qp[1], i, b + SZ, SZ, mb);
-			post_recv1(t.qp[0], i, a + SZ, SZ, ma);
+			tpost_recv1(t.qp[1], i, b + SZ, SZ, mb);
+			tpost_recv1(t.qp[0], i, a + SZ, SZ, ma);
 			memset(a, (int)(i & 0xff), SZ);
 			ck_assert_int_eq(post1(t.qp[0], EFI_WR_SEND, i, a, SZ, ma, 0, 0, 0), 0);
 			wc = poll_recv(t.cq[1], &sends[1]);
@@ -759,7 +749,7 @@ START_TEST(test_held_ack_leaves_at_destroy)
 		ctx_of(t.ctx[1])->ack_delay_ns = EFI_ACK_DELAY_MAX_US * 1000ull;
 		tpair_connect(&t, &default_cap, 0, 7, 1, 8 /* ~1 ms */, 1);
 		struct efi_mr *ms = reg(t.pd[0], src, sizeof(src)), *md = reg(t.pd[1], dst, sizeof(dst));
-		post_recv1(t.qp[1], 5, dst, sizeof(dst), md);
+		tpost_recv1(t.qp[1], 5, dst, sizeof(dst), md);
 		ck_assert_int_eq(post1(t.qp[0], EFI_WR_SEND, 1, src, 8, ms, 0, 0, 0), 0);
 		wc = poll_recv(t.cq[1], &sends);
 		ck_assert_uint_eq(wc.wr_id, 5);
@@ -867,11 +857,11 @@ START_TEST(test_flush)
 	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
 	struct efi_mr *md = reg(t.pd[1], dst, sizeof(dst));
 	for (int i = 0; i < 5; i++)
-		post_recv1(t.qp[1], (uint64_t)i, dst, sizeof(dst), md);
+		tpost_recv1(t.qp[1], (uint64_t)i, dst, sizeof(dst), md);
 	ck_assert_int_eq(efi_modify_qp(t.qp[1], &a, EFI_QP_STATE), 0);
 	for (int i = 0; i < 5; i++)
 		expect_wc(t.cq[1], EFI_WC_WR_FLUSH_ERR, (uint64_t)i, NULL);
-	post_recv1(t.qp[1], 9, dst, sizeof(dst), md);
+	tpost_recv1(t.qp[1], 9, dst, sizeof(dst), md);
 	expect_wc(t.cq[1], EFI_WC_WR_FLUSH_ERR, 9, NULL);
 	efi_dereg_mr(md);
 	tpair_close(&t);
@@ -903,8 +893,8 @@ START_TEST(test_events)
 	memset(&ia, 0, sizeof(ia));
 	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
 	struct efi_mr *ms = reg(t.pd[0], src, sizeof(src)), *md = reg(t.pd[1], dst, sizeof(dst));
-	post_recv1(t.qp[1], 1, dst, sizeof(dst), md);
-	post_recv1(t.qp[1], 2, dst, sizeof(dst), md);
+	tpost_recv1(t.qp[1], 1, dst, sizeof(dst), md);
+	tpost_recv1(t.qp[1], 2, dst, sizeof(dst), md);
 	ck_assert_int_eq(efi_req_notify_cq(cq, 1), 0);
 	ck_assert_int_eq(post1(t.qp[0], EFI_WR_SEND, 1, src, 10, ms, 0, 0, 0), 0);
 	expect_wc(t.cq[0], EFI_WC_SUCCESS, 1, NULL);

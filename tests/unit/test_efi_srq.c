@@ -16,10 +16,7 @@
 
 static struct efi_mr *reg(struct efi_pd *pd, void *buf, size_t len)
 {
-	struct efi_mr *mr = efi_reg_mr(pd, buf, len, EFI_ACCESS_LOCAL_WRITE | EFI_ACCESS_REMOTE_WRITE |
-				       EFI_ACCESS_REMOTE_READ);
-	ck_assert_ptr_nonnull(mr);
-	return mr;
+	return treg(pd, buf, len, EFI_ACCESS_LOCAL_WRITE | EFI_ACCESS_REMOTE_WRITE | EFI_ACCESS_REMOTE_READ);
 }
 
 static int post_send1(struct efi_qp *qp, enum efi_wr_opcode op, uint64_t id, void *buf, uint32_t len,

@@ -65,16 +65,7 @@ static struct efi_ah *ah_to(struct efi_pd *pd, uint8_t last_octet)
 
 static struct efi_mr *reg(struct efi_pd *pd, void *buf, size_t len)
 {
-	struct efi_mr *mr = efi_reg_mr(pd, buf, len, EFI_ACCESS_LOCAL_WRITE);
-	ck_assert_ptr_nonnull(mr);
-	return mr;
-}
-
-static void post_recv1(struct efi_qp *qp, uint64_t id, void *buf, uint32_t len, struct efi_mr *mr)
-{
-	struct efi_sge sge = { (uintptr_t)buf, len, mr->lkey };
-	struct efi_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
-	ck_assert_int_eq(efi_post_recv(qp, &wr, &bad), 0);
+	return treg(pd, buf, len, EFI_ACCESS_LOCAL_WRITE);
 }
 
 static int send_ud(struct efi_qp *qp, struct efi_ah *ah, uint32_t dqpn, uint32_t qkey, uint64_t id,
@@ -234,7 +225,7 @@ START_TEST(test_ud_datagrams)
 		struct efi_wc wc;
 
 		memset(dst, 0xee, 8192);
-		post_recv1(q[to], 100 + k, dst, EFI_GRH_LEN + mtu, md[to]);
+		tpost_recv1(q[to], 100 + k, dst, EFI_GRH_LEN + mtu, md[to]);
 		ck_assert_int_eq(send_ud(q[from], ah[from], q[to]->qp_num, QKEY, k, src, n, ms[from], op, flags), 0);
 		expect(t.cq[from], EFI_WC_SUCCESS, k, &wc);
 		ck_assert_int_eq(wc.opcode, EFI_WC_SEND);
@@ -310,7 +301,7 @@ START_TEST(test_ud_drops)
 	expect(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
 	expect_drop(&t, q1, EFI_DROP_NO_RECEIVE, b);
 	/* another Q_Key: gone, the receive stays posted */
-	post_recv1(q1, 50, dst, sizeof(dst), md);
+	tpost_recv1(q1, 50, dst, sizeof(dst), md);
 	b = drops(q1, EFI_DROP_BAD_KEY);
 	ck_assert_int_eq(send_ud(q0, ah, q1->qp_num, QKEY + 1, 2, src, 8, ms, EFI_WR_SEND, 0), 0);
 	expect(t.cq[0], EFI_WC_SUCCESS, 2, NULL);
@@ -322,8 +313,8 @@ START_TEST(test_ud_drops)
 	ck_assert_uint_eq(wc.byte_len, EFI_GRH_LEN + 8);
 	/* a receive too small: LOC_LEN_ERR with what fit and what did not,
 	 * and the QP takes the next datagram */
-	post_recv1(q1, 51, dst, EFI_GRH_LEN + 4, md);
-	post_recv1(q1, 52, dst, sizeof(dst), md);
+	tpost_recv1(q1, 51, dst, EFI_GRH_LEN + 4, md);
+	tpost_recv1(q1, 52, dst, sizeof(dst), md);
 	ck_assert_int_eq(send_ud(q0, ah, q1->qp_num, QKEY, 4, src, 20, ms, EFI_WR_SEND, 0), 0);
 	expect(t.cq[1], EFI_WC_LOC_LEN_ERR, 51, &wc);
 	ck_assert_uint_eq(wc.byte_len, EFI_GRH_LEN + 4);
@@ -485,7 +476,7 @@ START_TEST(test_inline_empty_sge)
 	w.wr.ud.ah = ah;
 	w.wr.ud.remote_qpn = q1->qp_num;
 	w.wr.ud.remote_qkey = QKEY;
-	post_recv1(q1, 2, dst, sizeof(dst), md);
+	tpost_recv1(q1, 2, dst, sizeof(dst), md);
 	ck_assert_int_eq(efi_post_send(q0, &w, &bad), 0);
 	expect(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
 	expect(t.cq[1], EFI_WC_SUCCESS, 2, &wc);
@@ -498,7 +489,7 @@ START_TEST(test_inline_empty_sge)
 	/* the same on an RC QP */
 	tpair_connect(&t, &cap, 0, 7, 1, 14, 7);
 	memset(dst, 0, sizeof(dst));
-	post_recv1(t.qp[1], 3, dst, sizeof(dst), md);
+	tpost_recv1(t.qp[1], 3, dst, sizeof(dst), md);
 	w.wr_id = 4;
 	ck_assert_int_eq(efi_post_send(t.qp[0], &w, &bad), 0);
 	expect(t.cq[0], EFI_WC_SUCCESS, 4, NULL);
