@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <efi/efi_cm.h>
@@ -344,6 +345,32 @@ void efi_cm_qp_to_error(struct efi_cm_id *id)
 	pthread_mutex_unlock(&bind_lock);
 }
 
+/* How long a DISCONNECTED waits for the ACKs of sends the peer may have
+ * taken: a peer that disconnects cleanly acknowledged what arrived before it
+ * told its efid (efi_disconnect, efi_destroy_qp and every way into ERR send
+ * a held ACK first), but that ACK and the DISCONNECTED travel apart, the
+ * ACK through the data path's sockets and the DISCONNECTED through two
+ * efids, and on a loaded host the ACK can come second (its delivery is a
+ * softirq that may be deferred to ksoftirqd).  Failing the QP the moment
+ * DISCONNECTED came flushed a send the peer had taken: fi_pingpong -e rdm's
+ * last "fin" in CI's sanitizer stage.  A peer that died answers nothing, so
+ * the wait is bounded; it only runs while a send is still unacknowledged. */
+#define DISC_ACK_GRACE_NS (10ull * 1000000)
+#define DISC_ACK_LOOK_NS (100ull * 1000)
+
+/* Whether one of the n connections' QPs has a request out without its
+ * ACK.  bind_lock and the context's lock held. */
+static bool batch_awaits_ack(struct efi_cm_id *const *ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct efi_qp_int *qp = (const struct efi_qp_int *)ids[i]->qp;
+		if (qp && (qp->attr.qp_state == EFI_QPS_RTS || qp->attr.qp_state == EFI_QPS_SQD) &&
+		    qp->snd_una != qp->snd_max)
+			return true;
+	}
+	return false;
+}
+
 /* The QPs of n connections of one context to ERR at once, as n
  * efi_cm_qp_to_error would, but with one transport run for all: moving an
  * RTS QP to ERR first reads what already arrived (efi_modify_qp runs the
@@ -351,16 +378,30 @@ void efi_cm_qp_to_error(struct efi_cm_id *id)
  * peer ended one by one cost 1,000 runs over 1,000 QPs, most of the
  * 130-340 ms their DISCONNECTED took to reach the application (issue 18).
  * The run here comes after every frame of the batch was read, so what
- * arrived before any of them still counts first.  Takes bind_lock, then
- * the context's lock (the order efi_modify_qp under bind_lock has). */
+ * arrived before any of them still counts first, and while a send waits
+ * for its ACK the transport runs again every DISC_ACK_LOOK_NS, for up to
+ * DISC_ACK_GRACE_NS (above).  The ids stay valid (the watcher holds them
+ * in_batch); their QPs are read anew under bind_lock after every wait, as
+ * efi_destroy_qp may unbind one meanwhile.  Takes bind_lock, then the
+ * context's lock (the order efi_modify_qp under bind_lock has). */
 void efi_cm_qps_to_error(struct efi_cm_id *const *ids, size_t n)
 {
 	if (!n)
 		return;
 	struct efi_context_int *ctx = ctx_of(ids[0]->context);
+	uint64_t give_up = efi_now_ns() + DISC_ACK_GRACE_NS;
 	pthread_mutex_lock(&bind_lock);
 	pthread_mutex_lock(&ctx->lock);
-	bool ran = false;
+	efi_xport_run(ctx);
+	while (batch_awaits_ack(ids, n) && efi_now_ns() < give_up) {
+		pthread_mutex_unlock(&ctx->lock);
+		pthread_mutex_unlock(&bind_lock);
+		struct timespec ts = { 0, (long)DISC_ACK_LOOK_NS };
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&bind_lock);
+		pthread_mutex_lock(&ctx->lock);
+		efi_xport_run(ctx);
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct efi_qp_int *qp = (struct efi_qp_int *)ids[i]->qp;
 		if (!qp || ctx_of(ids[i]->context) != ctx)
@@ -368,12 +409,6 @@ void efi_cm_qps_to_error(struct efi_cm_id *const *ids, size_t n)
 		enum efi_qp_state cur = qp->attr.qp_state;
 		if (cur == EFI_QPS_RESET || cur == EFI_QPS_ERR)
 			continue;
-		if (!ran && (cur == EFI_QPS_RTS || cur == EFI_QPS_SQD)) {
-			efi_xport_run(ctx);
-			ran = true;
-			if (qp->attr.qp_state == EFI_QPS_ERR)
-				continue;
-		}
 		efi_qp_to_error(qp);
 	}
 	pthread_mutex_unlock(&ctx->lock);

@@ -18,6 +18,16 @@ cm_client "$IP_A" 7471 --expect established
 grep -q '^echo ok' "$TMPD/client.out" || fail "no echo"
 cm_wait srv
 
+log "the client's ACK of the echo counts though its DISCONNECTED comes first"
+# the server's datagrams, in and out, 3 ms late (libefi's fault injector):
+# the client acknowledges the echo, then disconnects, and the server hears
+# the DISCONNECTED through efid before the ACK; its echo must still
+# complete successfully, not be flushed
+EFI_FAULT=delay_us=3000 cm_server late 7471 --echo-acked
+cm_client "$IP_A" 7471 --expect established
+grep -q '^echo ok' "$TMPD/client.out" || fail "no echo"
+cm_wait late
+
 log "the QP destroyed before its id, then disconnect"
 cm_server qpfirst 7471
 cm_client "$IP_A" 7471 --expect established --qp-first
