@@ -18,6 +18,12 @@
  * context's drops by reason and a table of its QPs with their own counters
  * (struct efi_countershm_ext).  efid takes a page of either size: 4096
  * bytes for versions 1 and 2, the larger one only for version 3 and on.
+ *
+ * Version 4 (same size as 3) adds, after the QP table, the stall detector:
+ * for each listed QP the send work it has outstanding and how long it has
+ * gone without progress with that work outstanding, and how many of the
+ * context's QPs (listed or not) are stalled.  A reader of version 3 never
+ * looks there; efid reads it only from a page that says version ≥ 4.
  */
 #ifndef EFI_COUNTERSHM_H
 #define EFI_COUNTERSHM_H
@@ -26,7 +32,7 @@
 #include <stdint.h>
 
 #define EFI_COUNTERSHM_MAGIC 0x43494645u /* "EFIC" */
-#define EFI_COUNTERSHM_VERSION 3u
+#define EFI_COUNTERSHM_VERSION 4u
 #define EFI_COUNTERSHM_SIZE 4096u         /* versions 1 and 2 */
 #define EFI_COUNTERSHM_V3_SIZE 16384u     /* version 3: the v2 page + the extension */
 #define EFI_CSHM_EXT_OFFSET 4096u
@@ -137,11 +143,33 @@ struct efi_countershm_qp {
 	uint64_t value[EFI_CSHM_QP_VALUES];
 };
 
+/* Version 4: a QP counts as stalled once it has had send work outstanding
+ * (WQEs posted and not completed) and made no progress (no WQE completed,
+ * no request acknowledged) for this long.  A healthy QP, even a loaded one,
+ * progresses within milliseconds; one waiting on a peer that took nothing
+ * for seconds is what a hung job looks like. */
+#define EFI_CSHM_STALL_MS 2000u
+
+/* Version 4 work flags. */
+#define EFI_CSHM_QPW_RNR 1u /* while stalled, the peer answered RNR: it has no receive posted */
+
+/* Version 4: what the QP of the same index in qp[] is waiting for. */
+struct efi_countershm_qp_work {
+	uint32_t outstanding; /* send-queue WQEs posted and not completed */
+	uint32_t stalled_ms;  /* without progress with work outstanding (0: none, or progressing) */
+	uint32_t flags;       /* EFI_CSHM_QPW_* */
+	uint32_t reserved;
+};
+
 struct efi_countershm_ext {
 	uint64_t drop_reasons[EFI_CSHM_DROP_REASONS]; /* the context's, by enum efi_drop_reason */
 	uint32_t nqps;        /* entries of qp[] in use */
 	uint32_t qps_omitted; /* further QPs that did not fit */
 	struct efi_countershm_qp qp[EFI_CSHM_MAX_QPS];
+	/* version 4 */
+	uint32_t stalled_qps; /* QPs of the context, listed or not, stalled ≥ EFI_CSHM_STALL_MS */
+	uint32_t reserved4;
+	struct efi_countershm_qp_work work[EFI_CSHM_MAX_QPS];
 };
 
 static_assert(sizeof(struct efi_countershm) <= EFI_CSHM_EXT_OFFSET, "v2 part in the first page");

@@ -192,6 +192,11 @@ enum efi_ctl_attr {
 	EFI_A_QP_VALUES = 115,    /* bin: EFI_CSHM_QP_VALUES little-endian u64
 				   * (enum efi_cshm_qp_value order) */
 	EFI_A_QPS_OMITTED = 116,  /* u32: further QPs the page had no room for */
+	/* From a version 4 page: the stall detector (countershm.h). */
+	EFI_A_QP_OUTSTANDING = 117, /* u32, inside QP: send WQEs not completed */
+	EFI_A_QP_STALLED_MS = 118,  /* u32, inside QP: ms without progress with work outstanding */
+	EFI_A_QP_WORK_FLAGS = 119,  /* u32, inside QP: EFI_CSHM_QPW_* */
+	EFI_A_QPS_STALLED = 120,    /* u32, inside CONTEXT: QPs stalled ≥ EFI_CSHM_STALL_MS */
 	EFI_A_MAX, /* keep last: parsers size their tables by it */
 };
 

@@ -124,6 +124,9 @@ struct ec_qp {
 	bool has_peer;
 	union efi_gid peer;
 	uint64_t v[EFI_CSHM_QP_VALUES]; /* enum efi_cshm_qp_value order */
+	/* the stall detector, from a version 4 page; false: an older libefi */
+	bool has_work;
+	uint32_t outstanding, stalled_ms, work_flags; /* work_flags: EFI_CSHM_QPW_* */
 };
 
 struct ec_context {
@@ -137,6 +140,8 @@ struct ec_context {
 	bool has_drops, has_qps;
 	uint64_t drop_reasons[EFI_CSHM_DROP_REASONS];
 	uint32_t qps_omitted;
+	bool has_stalled; /* from a version 4 page */
+	uint32_t stalled_qps;
 	struct ec_qp *qps;
 	size_t nqps;
 };
@@ -237,6 +242,12 @@ void ec_qps_free(struct ec_context *x);
 const char *ec_drop_reason_name(unsigned i);
 /* "reset" … "err", "unknown". */
 const char *ec_qp_state_name(uint32_t state);
+/* The stall detector (qp_view.c): whether a QP counts as stalled; for
+ * `efictl status`, only the stalled QPs of a context and their count, in
+ * JSON ("stalled_qps", "stalled") and for people. */
+bool ec_qp_stalled(const struct ec_qp *q);
+void ec_stalls_json(struct json *j, const struct ec_context *x);
+void ec_stalls_print(FILE *f, const struct ec_context *x, int indent);
 /* The "drops_by_reason", "qps_omitted" and "qps" keys of a context object. */
 void ec_qps_json(struct json *j, const struct ec_context *x);
 /* The human lines of a context's drops and QPs, indented by indent. */

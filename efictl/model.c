@@ -45,6 +45,7 @@ static const struct ctl_policy context_policy[EFI_A_MAX] = {
 	[EFI_A_PEER] = { .kind = CTL_NEST, .multi = true }, /* path_view.c */
 	[EFI_A_QP] = { .kind = CTL_NEST, .multi = true },   /* qp_view.c */
 	[EFI_A_QPS_OMITTED] = { .kind = CTL_U32 },
+	[EFI_A_QPS_STALLED] = { .kind = CTL_U32 },
 	[EFI_A_DROP_REASONS] = { .kind = CTL_BIN, .minlen = 8 * EFI_CSHM_DROP_REASONS,
 				 .maxlen = 8 * EFI_CSHM_DROP_REASONS },
 };
@@ -480,6 +481,7 @@ void ec_iface_json(struct json *j, const struct ec_iface *i)
 			json_member_u64(j, names[c], i->contexts[k].counters[c]);
 		}
 		ec_peers_json(j, &i->contexts[k]);
+		ec_stalls_json(j, &i->contexts[k]);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
@@ -598,6 +600,7 @@ void ec_iface_print(FILE *f, const struct ec_iface *i, int indent)
 			c[EFI_CSHM_RETRANSMISSIONS], c[EFI_CSHM_TIMEOUTS], c[EFI_CSHM_DUPLICATES],
 			c[EFI_CSHM_RNR_NAKS_SENT], c[EFI_CSHM_RNR_NAKS_RECEIVED], c[EFI_CSHM_DROPS]);
 		ec_peers_print(f, &i->contexts[k], in2 + 13);
+		ec_stalls_print(f, &i->contexts[k], in2 + 13);
 	}
 	if (i->has_leases && i->leases)
 		fprintf(f, "%*s%-12s %u context(s), %u QP(s)\n", in2, "", "leases", i->leases, i->qps);

@@ -4,7 +4,10 @@
  * replies (DROP_REASONS, QP and QPS_OMITTED inside EFI_A_CONTEXT, from a
  * version 3 counters page), parsed as strictly as the rest of the reply
  * (model.c), in JSON and for people.  An older libefi publishes neither:
- * has_drops and has_qps stay false and the JSON says null.
+ * has_drops and has_qps stay false and the JSON says null.  From a version
+ * 4 page also the stall detector: each QP's outstanding send work and how
+ * long it went without progress, and the context's count of stalled QPs
+ * (null in JSON from an older libefi).
  */
 #include "config.h"
 
@@ -23,6 +26,9 @@ static const struct ctl_policy qp_policy[EFI_A_MAX] = {
 	[EFI_A_PEER_ADDR] = { .kind = CTL_BIN, .minlen = 16, .maxlen = 16 },
 	[EFI_A_QP_VALUES] = { .kind = CTL_BIN, .minlen = 8 * EFI_CSHM_QP_VALUES,
 			      .maxlen = 8 * EFI_CSHM_QP_VALUES },
+	[EFI_A_QP_OUTSTANDING] = { .kind = CTL_U32 },
+	[EFI_A_QP_STALLED_MS] = { .kind = CTL_U32 },
+	[EFI_A_QP_WORK_FLAGS] = { .kind = CTL_U32 },
 };
 
 static uint64_t le_word(const uint8_t *p)
@@ -40,6 +46,12 @@ int ec_qp_parse_attr(const struct ctl_attr *a, struct ec_context *x)
 		for (unsigned i = 0; i < EFI_CSHM_DROP_REASONS; i++)
 			x->drop_reasons[i] = le_word(a->data + 8 * i);
 		x->has_drops = true;
+		return 1;
+	}
+	if (a->type == EFI_A_QPS_STALLED) {
+		if (ctl_attr_u32(a, &x->stalled_qps))
+			return -EBADMSG;
+		x->has_stalled = true;
 		return 1;
 	}
 	if (a->type == EFI_A_QPS_OMITTED) {
@@ -67,6 +79,14 @@ int ec_qp_parse_attr(const struct ctl_attr *a, struct ec_context *x)
 	}
 	for (unsigned i = 0; i < EFI_CSHM_QP_VALUES; i++)
 		q->v[i] = le_word(tb[EFI_A_QP_VALUES].data + 8 * i);
+	/* the stall detector comes whole or not at all */
+	q->has_work = ctl_has(tb, EFI_A_QP_OUTSTANDING) && ctl_has(tb, EFI_A_QP_STALLED_MS) &&
+		      ctl_has(tb, EFI_A_QP_WORK_FLAGS);
+	if (q->has_work) {
+		ctl_attr_u32(&tb[EFI_A_QP_OUTSTANDING], &q->outstanding);
+		ctl_attr_u32(&tb[EFI_A_QP_STALLED_MS], &q->stalled_ms);
+		ctl_attr_u32(&tb[EFI_A_QP_WORK_FLAGS], &q->work_flags);
+	}
 	x->has_qps = true;
 	return 1;
 }
@@ -120,6 +140,11 @@ void ec_qps_json(struct json *j, const struct ec_context *x)
 		json_u64(j, x->qps_omitted);
 	else
 		json_null(j);
+	json_key(j, "stalled_qps");
+	if (x->has_stalled)
+		json_u64(j, x->stalled_qps);
+	else
+		json_null(j);
 	json_key(j, "qps");
 	json_arr_begin(j);
 	for (size_t k = 0; k < x->nqps; k++) {
@@ -131,6 +156,77 @@ void ec_qps_json(struct json *j, const struct ec_context *x)
 							   NULL);
 		for (unsigned i = 0; i < EFI_CSHM_QP_VALUES; i++)
 			json_member_u64(j, names[i], q->v[i]);
+		/* the stall detector: null from a libefi without it */
+		json_key(j, "outstanding");
+		q->has_work ? json_u64(j, q->outstanding) : json_null(j);
+		json_key(j, "stalled_ms");
+		q->has_work ? json_u64(j, q->stalled_ms) : json_null(j);
+		json_key(j, "rnr_wait");
+		q->has_work ? json_bool(j, q->work_flags & EFI_CSHM_QPW_RNR) : json_null(j);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+}
+
+bool ec_qp_stalled(const struct ec_qp *q)
+{
+	return q->has_work && q->stalled_ms >= EFI_CSHM_STALL_MS;
+}
+
+static void print_stall(FILE *f, const struct ec_qp *q, int indent)
+{
+	fprintf(f, "%*sSTALLED: %" PRIu32 " send WQEs outstanding, no progress for %.1f s%s\n", indent,
+		"", q->outstanding, q->stalled_ms / 1e3,
+		q->work_flags & EFI_CSHM_QPW_RNR ? " (the peer answers RNR: it has no receive posted)"
+						 : "");
+}
+
+static void print_stalled_count(FILE *f, const struct ec_context *x, int indent)
+{
+	if (x->has_stalled && x->stalled_qps)
+		fprintf(f, "%*s%" PRIu32 " QP%s stalled (send work outstanding, no progress for %u s or more)\n",
+			indent, "", x->stalled_qps, x->stalled_qps == 1 ? "" : "s",
+			EFI_CSHM_STALL_MS / 1000);
+}
+
+void ec_stalls_print(FILE *f, const struct ec_context *x, int indent)
+{
+	char buf[INET6_ADDRSTRLEN];
+
+	for (size_t k = 0; k < x->nqps; k++) {
+		const struct ec_qp *q = &x->qps[k];
+		if (!ec_qp_stalled(q))
+			continue;
+		fprintf(f, "%*sqp 0x%06x%s%s ", indent, "", q->qpn, q->has_peer ? " to " : "",
+			q->has_peer ? efi_gid_format(&q->peer, buf, sizeof(buf)) : "");
+		print_stall(f, q, 0);
+	}
+	print_stalled_count(f, x, indent);
+}
+
+void ec_stalls_json(struct json *j, const struct ec_context *x)
+{
+	char buf[INET6_ADDRSTRLEN];
+
+	json_key(j, "stalled_qps");
+	if (x->has_stalled)
+		json_u64(j, x->stalled_qps);
+	else
+		json_null(j);
+	json_key(j, "stalled");
+	json_arr_begin(j);
+	for (size_t k = 0; k < x->nqps; k++) {
+		const struct ec_qp *q = &x->qps[k];
+		if (!ec_qp_stalled(q))
+			continue;
+		json_obj_begin(j);
+		json_member_u64(j, "qpn", q->qpn);
+		json_member_str(j, "peer", q->has_peer ? efi_gid_format(&q->peer, buf, sizeof(buf)) :
+							   NULL);
+		json_member_u64(j, "outstanding", q->outstanding);
+		json_member_u64(j, "stalled_ms", q->stalled_ms);
+		json_key(j, "rnr_wait");
+		json_bool(j, q->work_flags & EFI_CSHM_QPW_RNR);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
@@ -164,7 +260,10 @@ void ec_qps_print(FILE *f, const struct ec_context *x, int indent)
 			q->v[EFI_CSHM_QP_RX_PACKETS], q->v[EFI_CSHM_QP_RX_BYTES],
 			q->v[EFI_CSHM_QP_RETRANSMISSIONS], q->v[EFI_CSHM_QP_TIMEOUTS],
 			q->v[EFI_CSHM_QP_DUPLICATES], q->v[EFI_CSHM_QP_DROPS]);
+		if (ec_qp_stalled(q))
+			print_stall(f, q, indent + 2);
 	}
+	print_stalled_count(f, x, indent);
 	if (x->qps_omitted)
 		fprintf(f, "%*s(%" PRIu32 " more QPs not shown)\n", indent, "", x->qps_omitted);
 }

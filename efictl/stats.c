@@ -317,6 +317,52 @@ static const char *const qp_help[EFI_CSHM_QP_VALUES] = {
 	"Received datagrams for the QP that it dropped.",
 };
 
+/* The stall detector of a version 4 counters page: stalled QPs per
+ * context, and each QP's outstanding send work and time without progress.
+ * Contexts of an older libefi give no series. */
+static void prom_stall(FILE *f, const struct ec_listing *l, const struct istats *s)
+{
+	char buf[64];
+
+	prom_family(f, "efi_context_qps_stalled", "gauge",
+		    "QPs of the context with send work outstanding and no progress for 2 s or more.");
+	for (size_t k = 0; k < l->nifaces; k++)
+		for (size_t x = 0; x < s[k].i->ncontexts; x++) {
+			const struct ec_context *cx = &s[k].i->contexts[x];
+			if (!cx->has_stalled)
+				continue;
+			prom_ctx_labels(f, "efi_context_qps_stalled", s[k].i, cx);
+			prom_u64(f, cx->stalled_qps);
+		}
+	static const char *const names[2] = { "efi_qp_outstanding_wqes", "efi_qp_stalled_seconds" };
+	static const char *const help[2] = {
+		"Send work requests the QP has posted and not completed.",
+		"Seconds the QP has had send work outstanding without progress (0: none, or progressing).",
+	};
+	for (int v = 0; v < 2; v++) {
+		prom_family(f, names[v], "gauge", help[v]);
+		for (size_t k = 0; k < l->nifaces; k++)
+			for (size_t x = 0; x < s[k].i->ncontexts; x++) {
+				const struct ec_context *cx = &s[k].i->contexts[x];
+				for (size_t q = 0; q < cx->nqps; q++) {
+					const struct ec_qp *qp = &cx->qps[q];
+					if (!qp->has_work)
+						continue;
+					prom_ctx_labels(f, names[v], s[k].i, cx);
+					fprintf(f, ",qpn=\"%u\"", qp->qpn);
+					if (qp->has_peer) {
+						fputs(",peer=", f);
+						prom_value(f, efi_gid_format(&qp->peer, buf, sizeof(buf)));
+					}
+					if (v == 0)
+						prom_u64(f, qp->outstanding);
+					else
+						prom_scaled(f, qp->stalled_ms, 1e3);
+				}
+			}
+	}
+}
+
 /* What a version 3 counters page adds: drops by reason, per-QP counters.
  * Contexts of an older libefi have neither and give no series. */
 static void prom_ext(FILE *f, const struct ec_listing *l, const struct istats *s)
@@ -353,6 +399,7 @@ static void prom_ext(FILE *f, const struct ec_listing *l, const struct istats *s
 			prom_ctx_labels(f, "efi_context_qps_omitted", s[k].i, cx);
 			prom_u64(f, cx->qps_omitted);
 		}
+	prom_stall(f, l, s);
 	for (int v = 0; v < EFI_CSHM_QP_VALUES; v++) {
 		snprintf(name, sizeof(name), "efi_qp_%s_total", qp_names[v]);
 		prom_family(f, name, "counter", qp_help[v]);

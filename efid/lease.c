@@ -152,6 +152,20 @@ static bool read_counters(const struct efi_countershm *c, size_t size, struct ef
 				for (unsigned i = 0; i < EFI_CSHM_QP_VALUES; i++)
 					o->value[i] = __atomic_load_n(&q->value[i], __ATOMIC_RELAXED);
 			}
+			/* Version 4: the stall detector (same size as 3) */
+			ext->stalled_qps = 0;
+			memset(ext->work, 0, sizeof(ext->work));
+			if (out->version >= 4) {
+				ext->stalled_qps = __atomic_load_n(&x->stalled_qps, __ATOMIC_RELAXED);
+				for (uint32_t k = 0; k < ext->nqps; k++) {
+					const struct efi_countershm_qp_work *w = &x->work[k];
+					struct efi_countershm_qp_work *o = &ext->work[k];
+					o->outstanding = __atomic_load_n(&w->outstanding, __ATOMIC_RELAXED);
+					o->stalled_ms = __atomic_load_n(&w->stalled_ms, __ATOMIC_RELAXED);
+					o->flags = __atomic_load_n(&w->flags, __ATOMIC_RELAXED) &
+						   EFI_CSHM_QPW_RNR;
+				}
+			}
 		}
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&c->seq, __ATOMIC_RELAXED) != s1)
@@ -165,8 +179,9 @@ static bool read_counters(const struct efi_countershm *c, size_t size, struct ef
 }
 
 /* A version 3 page's drops by reason and QP table, bounded by
- * read_counters, into the CONTEXT nest. */
-static void put_ext(struct ctl_buf *b, const struct efi_countershm_ext *x)
+ * read_counters, into the CONTEXT nest; with version 4's stall detector
+ * when the page has it. */
+static void put_ext(struct ctl_buf *b, const struct efi_countershm_ext *x, bool v4)
 {
 	uint64_t le[EFI_CSHM_DROP_REASONS];
 
@@ -174,6 +189,8 @@ static void put_ext(struct ctl_buf *b, const struct efi_countershm_ext *x)
 		le[i] = htole64(x->drop_reasons[i]);
 	ctl_put(b, EFI_A_DROP_REASONS, le, sizeof(le));
 	ctl_put_u32(b, EFI_A_QPS_OMITTED, x->qps_omitted);
+	if (v4)
+		ctl_put_u32(b, EFI_A_QPS_STALLED, x->stalled_qps);
 	for (uint32_t k = 0; k < x->nqps; k++) {
 		const struct efi_countershm_qp *q = &x->qp[k];
 		uint64_t v[EFI_CSHM_QP_VALUES];
@@ -184,6 +201,11 @@ static void put_ext(struct ctl_buf *b, const struct efi_countershm_ext *x)
 		ctl_put_u32(b, EFI_A_QP_STATE, q->state);
 		ctl_put(b, EFI_A_PEER_ADDR, q->peer, 16);
 		ctl_put(b, EFI_A_QP_VALUES, v, sizeof(v));
+		if (v4) {
+			ctl_put_u32(b, EFI_A_QP_OUTSTANDING, x->work[k].outstanding);
+			ctl_put_u32(b, EFI_A_QP_STALLED_MS, x->work[k].stalled_ms);
+			ctl_put_u32(b, EFI_A_QP_WORK_FLAGS, x->work[k].flags);
+		}
 		ctl_nest_end(b, n);
 	}
 }
@@ -208,7 +230,7 @@ void lease_put_contexts(struct efid *d, struct ctl_buf *b, const char *instance,
 		if (nseen < sizeof(seen) / sizeof(seen[0]))
 			seen[nseen++] = l;
 		struct efi_countershm snap; /* a private copy: the page may change under us */
-		static struct efi_countershm_ext ext; /* 5.8 KB: efid is one thread */
+		static struct efi_countershm_ext ext; /* 6.8 KB: efid is one thread */
 		uint64_t le[EFI_CSHM_COUNT];
 		if (!read_counters(l->counters, l->counters_size, &snap, &ext))
 			continue;
@@ -247,7 +269,7 @@ void lease_put_contexts(struct efid *d, struct ctl_buf *b, const char *instance,
 			ctl_nest_end(b, pn);
 		}
 		if (snap.version >= 3 && l->counters_size >= EFI_COUNTERSHM_V3_SIZE)
-			put_ext(b, &ext);
+			put_ext(b, &ext, snap.version >= 4);
 		ctl_nest_end(b, nest);
 	}
 }

@@ -72,9 +72,10 @@ out:
 
 /* No lock: called once at open, on the lease connection nobody else uses
  * until close.  The progress thread may already run: the pointer is
- * published last, with release order.  An efid that refuses the version 3
- * page (it knows only the one-page size) gets a version 2 page instead; an
- * efid older still, none. */
+ * published last, with release order.  An efid that refuses the version 4
+ * page (it knows only the one-page size: versions 3 and 4 have the same
+ * size, and efid decides by size) gets a version 2 page instead; an efid
+ * older still, none. */
 void efi_counters_publish_open(struct efi_context_int *ctx, void *ctl)
 {
 	struct efi_countershm *page;
@@ -112,20 +113,53 @@ static void build_peer_table(struct efi_context_int *ctx, struct efi_peer_table 
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-/* The version 3 extension's QP table: every QP of the context, up to
- * EFI_CSHM_MAX_QPS.  Takes ctx->lock. */
-static void build_qp_table(struct efi_context_int *ctx, struct efi_countershm_qp *q,
-			   uint32_t *nqps, uint32_t *omitted)
+/* The stall detector's look at one QP at `now`: the send WQEs it has
+ * outstanding, and for how long (ms) it has had some and made no progress
+ * (no WQE completed, no request acknowledged), 0 when it has none or moved
+ * since the last look; *rnr: the peer answered RNR meanwhile (it has no
+ * receive posted: an application-level wait, not a transport fault).
+ * Looks come every PUBLISH_INTERVAL_NS, so a stall is seen to within
+ * that.  ctx->lock held. */
+static uint32_t qp_stalled_ms(struct efi_qp_int *qp, uint64_t now, uint32_t *outstanding, bool *rnr)
 {
-	uint32_t n = 0, more = 0;
+	uint32_t out = (qp->sq_tail - qp->sq_head) & qp->sq_mask;
+
+	*outstanding = out;
+	*rnr = false;
+	if (!out || qp->sq_head != qp->watch_sq_head || qp->snd_una != qp->watch_snd_una ||
+	    !qp->watch_since_ns) {
+		qp->watch_sq_head = qp->sq_head;
+		qp->watch_snd_una = qp->snd_una;
+		qp->watch_rnr_naks = qp->cnt.rnr_naks_received;
+		qp->watch_since_ns = out ? now : 0;
+		return 0;
+	}
+	*rnr = qp->cnt.rnr_naks_received != qp->watch_rnr_naks;
+	uint64_t ms = (now - qp->watch_since_ns) / 1000000;
+	return ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+}
+
+/* The version 3 extension's QP table: every QP of the context, up to
+ * EFI_CSHM_MAX_QPS, with (version 4) the stall detector's view of each,
+ * and how many of all the context's QPs are stalled.  Takes ctx->lock. */
+static void build_qp_table(struct efi_context_int *ctx, uint64_t now, struct efi_countershm_qp *q,
+			   struct efi_countershm_qp_work *w, uint32_t *nqps, uint32_t *omitted,
+			   uint32_t *stalled)
+{
+	uint32_t n = 0, more = 0, nstalled = 0;
 
 	pthread_mutex_lock(&ctx->lock);
-	for (const struct efi_qp_int *qp = ctx->qp_list; qp; qp = qp->next_active) {
+	for (struct efi_qp_int *qp = ctx->qp_list; qp; qp = qp->next_active) {
+		uint32_t outstanding;
+		bool rnr;
+		uint32_t stalled_ms = qp_stalled_ms(qp, now, &outstanding, &rnr);
+		if (stalled_ms >= EFI_CSHM_STALL_MS)
+			nstalled++;
 		if (n == EFI_CSHM_MAX_QPS) {
 			more++;
 			continue;
 		}
-		struct efi_countershm_qp *e = &q[n++];
+		struct efi_countershm_qp *e = &q[n];
 		const struct efi_counters *c = &qp->cnt;
 		memset(e, 0, sizeof(*e));
 		e->qpn = qp->pub.qp_num;
@@ -140,15 +174,24 @@ static void build_qp_table(struct efi_context_int *ctx, struct efi_countershm_qp
 		e->value[EFI_CSHM_QP_TIMEOUTS] = c->timeouts;
 		e->value[EFI_CSHM_QP_DUPLICATES] = c->duplicates;
 		e->value[EFI_CSHM_QP_DROPS] = c->drops;
+		w[n] = (struct efi_countershm_qp_work){
+			.outstanding = outstanding,
+			.stalled_ms = stalled_ms,
+			.flags = rnr ? EFI_CSHM_QPW_RNR : 0,
+		};
+		n++;
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	*nqps = n;
 	*omitted = more;
+	*stalled = nstalled;
 }
 
-/* Writes the extension (the caller holds the sequence count odd). */
+/* Writes the extension (the caller holds the sequence count odd); the
+ * stall detector's part only into a version 4 page. */
 static void store_ext(struct efi_countershm *p, const struct efi_counters *c,
-		      const struct efi_countershm_qp *q, uint32_t nqps, uint32_t omitted)
+		      const struct efi_countershm_qp *q, const struct efi_countershm_qp_work *w,
+		      uint32_t nqps, uint32_t omitted, uint32_t stalled)
 {
 	struct efi_countershm_ext *x = efi_cshm_ext(p);
 
@@ -165,6 +208,15 @@ static void store_ext(struct efi_countershm *p, const struct efi_counters *c,
 		__atomic_store_n(&d->peer[1], q[i].peer[1], __ATOMIC_RELAXED);
 		for (unsigned k = 0; k < EFI_CSHM_QP_VALUES; k++)
 			__atomic_store_n(&d->value[k], q[i].value[k], __ATOMIC_RELAXED);
+	}
+	if (p->version < 4)
+		return;
+	__atomic_store_n(&x->stalled_qps, stalled, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < nqps; i++) {
+		struct efi_countershm_qp_work *d = &x->work[i];
+		__atomic_store_n(&d->outstanding, w[i].outstanding, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->stalled_ms, w[i].stalled_ms, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->flags, w[i].flags, __ATOMIC_RELAXED);
 	}
 }
 
@@ -191,13 +243,14 @@ void efi_counters_publish(struct efi_context_int *ctx)
 	build_peer_table(ctx, &table);
 	efi_peer_table_result(&table, peers, &npeers, &omitted);
 	efi_peer_table_fini(&table);
-	/* 64 × 88 bytes on the progress thread's stack, so that the page
+	/* 64 × (88 + 16) bytes on the progress thread's stack, so that the page
 	 * is written from a finished copy, not while holding ctx->lock */
 	struct efi_countershm_qp qps[EFI_CSHM_MAX_QPS];
+	struct efi_countershm_qp_work work[EFI_CSHM_MAX_QPS];
 	bool v3 = p->version >= 3;
-	uint32_t nqps = 0, qps_omitted = 0;
+	uint32_t nqps = 0, qps_omitted = 0, stalled = 0;
 	if (v3)
-		build_qp_table(ctx, qps, &nqps, &qps_omitted);
+		build_qp_table(ctx, now, qps, work, &nqps, &qps_omitted, &stalled);
 	uint32_t seq = __atomic_load_n(&p->seq, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
@@ -222,7 +275,7 @@ void efi_counters_publish(struct efi_context_int *ctx)
 	for (uint32_t i = 0; i < EFI_CSHM_MAX_PEERS; i++)
 		efi_cshm_peer_store(&p->peer[i], &peers[i]);
 	if (v3)
-		store_ext(p, &c, qps, nqps, qps_omitted);
+		store_ext(p, &c, qps, work, nqps, qps_omitted, stalled);
 	__atomic_store_n(&p->seq, seq + 2, __ATOMIC_RELEASE);
 }
 

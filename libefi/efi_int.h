@@ -538,6 +538,14 @@ struct efi_qp_int {
 	bool srq_wqe_held;
 
 	uint32_t ud_psn;		/* UD: PSN of the next datagram (ud.c) */
+
+	/* The stall detector (counters.c, progress thread, ctx->lock): the
+	 * send queue's head, snd_una and RNR NAKs received when last seen to
+	 * move, and since when neither moved with work outstanding (0: not
+	 * waiting). */
+	uint32_t watch_sq_head, watch_snd_una;
+	uint64_t watch_rnr_naks;
+	uint64_t watch_since_ns;
 };
 
 #define qp_of(q) ((struct efi_qp_int *)(q))

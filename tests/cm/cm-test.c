@@ -3,9 +3,9 @@
  * cm-test: the connection manager end to end, one process per side.
  *
  *   cm-test server SERVICE [--reject] [--count N] [--expect-disconnect | --watch-cq]
- *                  [--echo-acked]
+ *                  [--echo-acked] [--no-recv [--recv-after MS]]
  *   cm-test client HOST SERVICE [--expect EVENT] [--timeout MS] [--count N]
- *                  [--hang]
+ *                  [--hang | --hang-send]
  *   cm-test listen SERVICE [--hold]
  *
  * server accepts N connections (or rejects them with private data), checks
@@ -13,7 +13,10 @@
  * waits for the client's disconnect (or death), then checks that its QP went
  * to ERR with the receive it had posted flushed.  client connects N times
  * and checks that the outcome is EVENT ("established", "rejected",
- * "unreachable", "timeout"); with --hang it stays connected until killed.
+ * "unreachable", "timeout"); with --hang it stays connected until killed,
+ * with --hang-send too, after posting one send (toward a server with
+ * --no-recv, which posts no receive: the send waits on RNR for ever, or
+ * until --recv-after MS: then the server posts its receive).
  * With --watch-cq the server, once established, looks only at its CQ: the
  * client's disconnect (or death) must flush its posted receive by itself.
  * With --echo-acked the echo must complete successfully: the client took it
@@ -179,12 +182,17 @@ struct srv_conn {
 
 static int server(const char *service, int argc, char **argv)
 {
-	int count = 1, reject = 0, expect_disc = 0, watch_cq = 0, echo_acked = 0;
+	int count = 1, reject = 0, expect_disc = 0, watch_cq = 0, echo_acked = 0, no_recv = 0;
+	int recv_after = 0;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--reject"))
 			reject = 1;
 		else if (!strcmp(argv[i], "--echo-acked"))
 			echo_acked = 1;
+		else if (!strcmp(argv[i], "--no-recv"))
+			no_recv = 1;
+		else if (!strcmp(argv[i], "--recv-after") && i + 1 < argc)
+			recv_after = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--count") && i + 1 < argc)
 			count = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--expect-disconnect"))
@@ -235,7 +243,7 @@ static int server(const char *service, int argc, char **argv)
 			 * once, so the QP may be in ERR already. */
 			if (qp->state != EFI_QPS_RTS && (count == 1 || qp->state != EFI_QPS_ERR))
 				FAIL("after efi_accept the QP is in state %d, not RTS", qp->state);
-			if (count == 1)
+			if (count == 1 && !no_recv)
 				post_recv(qp, 1);
 			conns[accepted].id = ev.request;
 			conns[accepted].qp = qp;
@@ -283,6 +291,13 @@ static int server(const char *service, int argc, char **argv)
 			} else if (ev.event == EFI_CM_EVENT_ESTABLISHED) {
 				if (expect_disc)
 					printf("established\n");
+				if (no_recv && recv_after > 0) {
+					/* the client's send has been waiting on RNR */
+					fflush(stdout);
+					usleep((useconds_t)recv_after * 1000);
+					post_recv(c->qp, 1);
+					printf("receive posted\n");
+				}
 			} else if (ev.event == EFI_CM_EVENT_DISCONNECTED) {
 				printf("disconnected at %.3f\n", wall_ms());
 				fflush(stdout);
@@ -291,7 +306,7 @@ static int server(const char *service, int argc, char **argv)
 				efi_query_qp(c->qp, &qa, 0, &qi);
 				if (qa.qp_state != EFI_QPS_ERR)
 					FAIL("after DISCONNECTED the QP is in state %d, not ERR", qa.qp_state);
-				if (count == 1) {
+				if (count == 1 && !no_recv) {
 					enum efi_wc_status st = wait_wc(expect_disc ? 1 : 3);
 					if (st != EFI_WC_WR_FLUSH_ERR)
 						FAIL("the posted receive completed with %s, not a flush",
@@ -328,7 +343,7 @@ static int cmp_double(const void *a, const void *b)
 static int client(const char *host, const char *service, int argc, char **argv)
 {
 	const char *expect = "established", *wait_for = NULL;
-	int timeout = 3000, count = 1, hang = 0, qp_first = 0;
+	int timeout = 3000, count = 1, hang = 0, hang_send = 0, qp_first = 0;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--expect") && i + 1 < argc)
 			expect = argv[++i];
@@ -338,6 +353,8 @@ static int client(const char *host, const char *service, int argc, char **argv)
 			count = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--hang"))
 			hang = 1;
+		else if (!strcmp(argv[i], "--hang-send"))
+			hang = hang_send = 1;
 		else if (!strcmp(argv[i], "--qp-first"))
 			qp_first = 1;
 		else if (!strcmp(argv[i], "--wait-for") && i + 1 < argc)
@@ -389,9 +406,11 @@ static int client(const char *host, const char *service, int argc, char **argv)
 			if (ev.private_data_len != SERVER_PRIV_LEN || !check(ev.private_data, SERVER_PRIV_LEN, 2))
 				FAIL("the reply's private data is wrong (%u bytes)", ev.private_data_len);
 			if (hang) {
+				post_recv(qp, 9);
+				if (hang_send)
+					post_send(qp, 4);
 				printf("established\n");
 				fflush(stdout);
-				post_recv(qp, 9);
 				for (;;)
 					pause();
 			}
