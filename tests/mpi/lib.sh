@@ -130,8 +130,8 @@ mpi_show() {
 
 # mpi_watch_start "EFICTL-COMMAND"...: samples `EFICTL-COMMAND --json
 # status` of each (words, e.g. "ctl_on main" or "tb_ctl 1") ten times a
-# second into $TMPD/mpi-watch (lines "INSTANCE PID TX_BYTES RX_BYTES", one
-# per libefi context) until mpi_watch_stop.  A context's counters vanish
+# second into $TMPD/mpi-watch (lines "INSTANCE PID TX_BYTES RX_BYTES
+# STALLED_QPS", one per libefi context) until mpi_watch_stop.  A context's counters vanish
 # with its process, so only sampling while MPI runs can show what its
 # ranks sent through EFI.
 mpi_watch_start() {
@@ -146,7 +146,7 @@ mpi_watch_start() {
 				$c --json status >"$TMPD/mpi-watch.json.$n" 2>/dev/null
 				jq -r '.instances[] | .name as $i |
 					.interfaces[] | (.contexts // [])[] |
-					"\($i) \(.pid) \(.tx_bytes) \(.rx_bytes)"' \
+					"\($i) \(.pid) \(.tx_bytes) \(.rx_bytes) \(.stalled_qps // 0)"' \
 					"$TMPD/mpi-watch.json.$n" 2>/dev/null
 			done
 			sleep 0.1
@@ -173,6 +173,12 @@ mpi_watch_show() {
 		jq -c '.instances[] | {name, interfaces: [.interfaces[] |
 			{name, contexts, qps, connections}]}' "$f" 2>/dev/null | sed 's/^/      /'
 	done
+}
+
+# mpi_efi_stalls: the most stalled QPs (send work outstanding, no progress
+# for 2 s: libefi's stall detector) one context was seen to have.
+mpi_efi_stalls() {
+	awk '$5 > m { m = $5 } END { print m + 0 }' "$TMPD/mpi-watch"
 }
 
 # mpi_efi_bytes INSTANCE: the most bytes one libefi context of INSTANCE

@@ -47,6 +47,12 @@ train() {
 	MPI_TRANSPORT=$transport mpi_run "$TMPD/$name" 2 "$PY" "$TRAIN" "$@" || rc=$?
 	[ "$transport" = efi ] && mpi_watch_stop
 	mpi_show "$TMPD/$name" "$name"
+	# a QP stalled for 2 s inside steps of tens of ms: said loudly, the
+	# sampled status (which QP, RNR or not) shown
+	if [ "$transport" = efi ] && [ "$(mpi_efi_stalls)" != 0 ]; then
+		log "WARNING: $name: libefi saw up to $(mpi_efi_stalls) QP(s) stalled (send work, no progress for 2 s)"
+		mpi_watch_show
+	fi
 	if [ "$rc" != 0 ]; then
 		[ "$transport" = efi ] && mpi_watch_show
 		grep -q '^Timeout (' "$TMPD/$name" &&
