@@ -18,16 +18,20 @@
  *       as fit, at most 64) from one blocking socket, for SECONDS; SEG
  *       1..65507, default 1472 (a 1500-byte MTU's).  Prints
  *           sent bytes N gbps G
- *   udp-limit pong ADDR PORT
+ *   udp-limit pong ADDR PORT [epoll]
  *       echoes every datagram to its sender, spinning on a non-blocking
  *       socket; ends on ping's end marker, 1 s after the last datagram, or
  *       after 60 s without any.  Prints "echoed N".
- *   udp-limit ping ADDR PORT SECONDS
+ *   udp-limit ping ADDR PORT SECONDS [epoll]
  *       8-byte ping-pong with pong for SECONDS, spinning on a non-blocking
  *       socket; a ping unanswered for 100 ms is sent again (counted lost);
  *       the first 10 exchanges warm up and are not counted.  Prints the
  *       half round trip's median and 99th percentile:
  *           p50_us X p99_us Y
+ *   With "epoll" (on both sides), each waits in epoll_wait(2) until its
+ *   socket is readable instead of spinning: the kernel's wake-up cost is in
+ *   the figure, the baseline of an event-driven transport (EFI's completion
+ *   channel).
  * SECONDS: 1..3600.  Exit: 0; 1 on a system error (or nothing arrived, or
  * no answer for 5 s); 2 on bad arguments.
  */
@@ -42,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,8 +71,8 @@ static int usage(FILE *f, int rc)
 {
 	fprintf(f, "usage: udp-limit recv ADDR PORT\n"
 		   "       udp-limit send ADDR PORT SECONDS [SEG]\n"
-		   "       udp-limit pong ADDR PORT\n"
-		   "       udp-limit ping ADDR PORT SECONDS\n"
+		   "       udp-limit pong ADDR PORT [epoll]\n"
+		   "       udp-limit ping ADDR PORT SECONDS [epoll]\n"
 		   "ADDR: IPv4 address; PORT: 1..65535; SECONDS: 1..3600; SEG: 1..65507 (default 1472)\n");
 	return rc;
 }
@@ -255,18 +260,45 @@ static int do_send(const struct sockaddr_in *sin, unsigned long seconds, unsigne
 	return 0;
 }
 
-static int do_pong(const struct sockaddr_in *sin)
+/* An epoll set watching fd for input (epoll mode), or -1 on failure. */
+static int epoll_on(int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+
+	if (ep < 0)
+		return -1;
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		close(ep);
+		return -1;
+	}
+	return ep;
+}
+
+/* Waits until fd is readable (epoll mode: ep >= 0) for up to ms; with no
+ * epoll set, returns at once (the caller spins). */
+static void wait_input(int ep, int ms)
+{
+	struct epoll_event ev;
+
+	if (ep >= 0)
+		(void)epoll_wait(ep, &ev, 1, ms);
+}
+
+static int do_pong(const struct sockaddr_in *sin, int use_epoll)
 {
 	unsigned long long echoed = 0;
 	uint64_t start, last = 0;
 	unsigned spins = 0;
-	int fd;
+	int fd, ep = -1;
 
 	fd = udp_socket(1);
 	if (fd < 0)
 		return 1;
 	if (bind(fd, (const struct sockaddr *)sin, sizeof(*sin)) < 0)
 		return fail("bind", fd);
+	if (use_epoll && (ep = epoll_on(fd)) < 0)
+		return fail("epoll", fd);
 	start = now_ns();
 	for (;;) {
 		struct sockaddr_in from;
@@ -277,7 +309,8 @@ static int do_pong(const struct sockaddr_in *sin)
 		if (n < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 				return fail("recvfrom", fd);
-			if (++spins % 4096 == 0) {
+			wait_input(ep, 100);
+			if (ep >= 0 || ++spins % 4096 == 0) {
 				uint64_t t = now_ns();
 
 				if (last ? t - last > RECV_IDLE_NS : t - start > RECV_MAX_NS)
@@ -293,6 +326,8 @@ static int do_pong(const struct sockaddr_in *sin)
 			return fail("sendto", fd);
 		echoed++;
 	}
+	if (ep >= 0)
+		close(ep);
 	close(fd);
 	printf("echoed %llu\n", echoed);
 	return 0;
@@ -317,19 +352,21 @@ static double pct_us(const uint32_t *v, size_t n, double p)
 	return v[k - 1] / 1000.0;
 }
 
-static int do_ping(const struct sockaddr_in *sin, unsigned long seconds)
+static int do_ping(const struct sockaddr_in *sin, unsigned long seconds, int use_epoll)
 {
 	uint32_t *half = NULL;
 	size_t n = 0, cap = 0;
 	unsigned long long lost = 0;
 	uint64_t seq = 0, end, t0, answered;
-	int fd, i;
+	int fd, i, ep = -1;
 
 	fd = udp_socket(1);
 	if (fd < 0)
 		return 1;
 	if (connect(fd, (const struct sockaddr *)sin, sizeof(*sin)) < 0)
 		return fail("connect", fd);
+	if (use_epoll && (ep = epoll_on(fd)) < 0)
+		return fail("epoll", fd);
 	answered = now_ns();
 	end = answered + (uint64_t)seconds * 1000000000ull;
 	for (;;) {
@@ -358,6 +395,8 @@ static int do_ping(const struct sockaddr_in *sin, unsigned long seconds)
 			}
 			if (t1 - t0 > PING_RESEND_NS)
 				break;
+			if (r < 0)
+				wait_input(ep, (int)((PING_RESEND_NS - (t1 - t0)) / 1000000) + 1);
 		}
 		if (t1 - t0 > PING_RESEND_NS) {
 			lost++;
@@ -392,6 +431,8 @@ static int do_ping(const struct sockaddr_in *sin, unsigned long seconds)
 
 		(void)send(fd, &msg, sizeof(msg), 0);
 	}
+	if (ep >= 0)
+		close(ep);
 	close(fd);
 	if (n == 0) {
 		fprintf(stderr, "udp-limit: no exchange completed\n");
@@ -418,18 +459,19 @@ int main(int argc, char **argv)
 		return usage(stderr, 2);
 	if (strcmp(mode, "recv") == 0 && argc == 4)
 		return do_recv(&sin);
-	if (strcmp(mode, "pong") == 0 && argc == 4)
-		return do_pong(&sin);
+	int use_epoll = strcmp(argv[argc - 1], "epoll") == 0;
+	if (strcmp(mode, "pong") == 0 && argc == 4 + use_epoll)
+		return do_pong(&sin, use_epoll);
 	if (strcmp(mode, "send") == 0 && (argc == 5 || argc == 6)) {
 		if (!parse_ulong(argv[4], 1, 3600, &seconds) ||
 		    (argc == 6 && !parse_ulong(argv[5], 1, GSO_MAX_BYTES, &seg)))
 			return usage(stderr, 2);
 		return do_send(&sin, seconds, seg);
 	}
-	if (strcmp(mode, "ping") == 0 && argc == 5) {
+	if (strcmp(mode, "ping") == 0 && argc == 5 + use_epoll) {
 		if (!parse_ulong(argv[4], 1, 3600, &seconds))
 			return usage(stderr, 2);
-		return do_ping(&sin, seconds);
+		return do_ping(&sin, seconds, use_epoll);
 	}
 	return usage(stderr, 2);
 }

@@ -7,7 +7,9 @@
 #   - the raw-UDP limit: bench/udp-limit, one socket each way: UDP_SEGMENT
 #     (GSO) sends of 64 KB made of 1472-byte datagrams against a UDP_GRO
 #     receiver (what it received, from its first datagram to its last), and
-#     an 8-byte ping-pong spinning on non-blocking sockets (half round trip);
+#     an 8-byte ping-pong spinning on non-blocking sockets (half round trip),
+#     and (with the events row) the same with both sides in epoll_wait: the
+#     kernel's wake-up cost alone, the baseline of EFI's event mode;
 #   - kernel TCP: iperf3 -C cubic and -C bbr, 64 KiB writes;
 #   - EFI: efi-perf TESTS at SIZES (Gb/s);
 #   - latency, 8 B, half the round trip (p50, average, p99, p99.9): kernel
@@ -112,13 +114,14 @@ udp_bw() {
 	echo "${got:-fail} ${sent:-fail}"
 }
 
-# udp_lat: one ping-pong run of udp-limit: "p50 p99" of the half round trip
+# udp_lat [epoll]: one ping-pong run of udp-limit: "p50 p99" of the half
+# round trip; with epoll, both sides wait in epoll_wait instead of spinning
 udp_lat() {
 	local spid out
-	srv timeout $((DURATION + 70)) "$UDP_LIMIT" pong "$IP_A" "$PING_PORT" >/dev/null 2>&1 &
+	srv timeout $((DURATION + 70)) "$UDP_LIMIT" pong "$IP_A" "$PING_PORT" "$@" >/dev/null 2>&1 &
 	spid=$!
 	wait_for 10000 "udp-limit pong" bound_udp "$PING_PORT"
-	out=$(cli timeout $((DURATION + 30)) "$UDP_LIMIT" ping "$IP_A" "$PING_PORT" "$DURATION" 2>/dev/null)
+	out=$(cli timeout $((DURATION + 30)) "$UDP_LIMIT" ping "$IP_A" "$PING_PORT" "$DURATION" "$@" 2>/dev/null)
 	wait "$spid" 2>/dev/null
 	awk '$1 == "p50_us" {print $2, $4}' <<<"$out"
 }
@@ -187,6 +190,11 @@ table() {
 		read -r p50 p99 <<<"$(udp_lat)"
 		R[udp:p50]+="${p50:-fail}"$'\n'
 		R[udp:p99]+="${p99:-fail}"$'\n'
+		if [[ " $LATROWS " == *" events "* ]]; then
+			read -r p50 p99 <<<"$(udp_lat epoll)"
+			R[udpev:p50]+="${p50:-fail}"$'\n'
+			R[udpev:p99]+="${p99:-fail}"$'\n'
+		fi
 		for k in $LATROWS; do
 			case $k in
 			tcp) out=$(sock_lat) ;;
@@ -240,6 +248,9 @@ table() {
 	printf '%s\n' "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"
 	printf "$LATFMT" "UDP limit (udp-limit)" "ping/pong, spinning" "$(num 2 "${M[udp:p50]}")" "" \
 		"$(num 2 "${M[udp:p99]}")" "" "" "" "" ""
+	[ -n "${M[udpev:p50]:-}" ] &&
+		printf "$LATFMT" "UDP, woken (udp-limit)" "ping/pong, epoll_wait" "$(num 2 "${M[udpev:p50]}")" "" \
+			"$(num 2 "${M[udpev:p99]}")" "" "" "" "" "$(ratio "${M[udpev:p50]}" "${M[udp:p50]}")"
 	for k in $LATROWS; do
 		case $k in
 		tcp) printf "$LATFMT" "TCP (sockperf)" "ping-pong --tcp -m 14 (its min)" "$(num 2 "${M[tcp:p50]}")" \
@@ -247,7 +258,14 @@ table() {
 			"" "" "" "$(ratio "${M[tcp:p50]}" "${M[udp:p50]}")"
 			continue ;;
 		perftest) t="EFI ib_send_lat"; how="perftest -s 8 via efi-run" ;;
-		events) t="EFI send_lat, events"; how="efi-perf -s 8 -e" ;;
+		events)
+			t="EFI send_lat, events"; how="efi-perf -s 8 -e"
+			# against the woken UDP baseline: both pay the kernel's wake-up
+			printf "$LATFMT" "$t" "$how" "$(num 2 "${M[$k:p50]}")" "$(num 2 "${M[$k:avg]}")" \
+				"$(num 2 "${M[$k:p99]}")" "$(num 2 "${M[$k:p999]}")" \
+				"$(ratio "${M[$k:p50]}" "${M[tcp:p50]}")" "$(ratio "${M[$k:avg]}" "${M[tcp:avg]}")" \
+				"$(ratio "${M[$k:p99]}" "${M[tcp:p99]}")" "$(ratio "${M[$k:p50]}" "${M[udpev:p50]}")*"
+			continue ;;
 		*) t="EFI $k"; how="efi-perf -s 8, polled" ;;
 		esac
 		printf "$LATFMT" "$t" "$how" "$(num 2 "${M[$k:p50]}")" "$(num 2 "${M[$k:avg]}")" \
@@ -274,5 +292,7 @@ cat <<'EOF'
  UDP limit: bench/udp-limit, what one receiving socket got from one sending
  socket ("sent": what the sender pushed; more means the receiving socket
  dropped the rest).  Latency: half the round trip, microseconds, lower is
- better.  "fail": no run gave a number.)
+ better; *: the events row's p50/UDP is against the woken UDP ping-pong
+ (both sides in epoll_wait), since both pay the kernel's wake-up.  "fail":
+ no run gave a number.)
 EOF
