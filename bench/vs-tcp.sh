@@ -15,7 +15,9 @@
 #   - latency, 8 B, half the round trip (p50, average, p99, p99.9): kernel
 #     TCP (sockperf ping-pong), efi-perf send_lat, write_lat, read_lat and
 #     atomic_lat polled, send_lat with events (-e: completion channel), and
-#     perftest's ib_send_lat through efi-run (when perftest is installed)
+#     perftest's ib_send_lat through efi-run (when perftest is installed);
+#   - perftest's ib_write_bw -s 1M through efi-run beside efi-perf's (when
+#     perftest is installed and TESTS is not "none")
 # and prints medians of RUNS runs with the ratios EFI/cubic, EFI/bbr and
 # EFI/UDP limit (EFI/UDP for latency).  The runs are interleaved: round r
 # runs every case once, so the machine's noise falls on all of them alike.
@@ -54,16 +56,14 @@ tb_test_init vt
 command -v iperf3 >/dev/null || skip "iperf3 is not installed"
 : "${LATENCY:=all}"
 case $LATENCY in all | basic) ;; *) fail "LATENCY: all or basic, not '$LATENCY'" ;; esac
-if [ "$LATENCY" = all ]; then
-	command -v sockperf >/dev/null || skip "sockperf is not installed (apt-get install sockperf)"
-	: "${EFI_RUN:=$top_builddir/verbs/efi-run}"
-	: "${EFI_VERBS_LIB:=$top_builddir/verbs/.libs/libefi-verbs.so}"
-	export EFI_VERBS_LIB
-	# the uninstalled libefi-verbs.so finds the uninstalled libefi.so here
-	export LD_LIBRARY_PATH="$top_builddir/libefi/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-	HAVE_PERFTEST=0
-	command -v ib_send_lat >/dev/null && [ -x "$EFI_RUN" ] && HAVE_PERFTEST=1
-fi
+[ "$LATENCY" = all ] && { command -v sockperf >/dev/null || skip "sockperf is not installed (apt-get install sockperf)"; }
+: "${EFI_RUN:=$top_builddir/verbs/efi-run}"
+: "${EFI_VERBS_LIB:=$top_builddir/verbs/.libs/libefi-verbs.so}"
+export EFI_VERBS_LIB
+# the uninstalled libefi-verbs.so finds the uninstalled libefi.so here
+export LD_LIBRARY_PATH="$top_builddir/libefi/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+HAVE_PERFTEST=0
+command -v ib_send_lat >/dev/null && [ -x "$EFI_RUN" ] && HAVE_PERFTEST=1
 [ -x "$EFI_PERF" ] || fail "efi-perf not built at $EFI_PERF"
 [ -x "$UDP_LIMIT" ] || fail "udp-limit not built at $UDP_LIMIT"
 
@@ -157,6 +157,20 @@ perftest_lat() {
 	awk -v n="$n" '$1 == 8 && $2 == n {print $5, $6, $8, $9}' <<<"$out"
 }
 
+# perftest_bw: one ib_write_bw -s 1M run through efi-run (what a verbs
+# application gets): its average, Gb/s
+perftest_bw() {
+	local spid out
+	srv timeout $((DURATION + 70)) "$EFI_RUN" ib_write_bw -x 0 -s 1048576 -D "$DURATION" \
+		--report_gbits -p "$PERFTEST_PORT" >/dev/null 2>&1 &
+	spid=$!
+	wait_for 10000 "ib_write_bw server" listening "$PERFTEST_PORT"
+	out=$(cli timeout $((DURATION + 60)) "$EFI_RUN" ib_write_bw -x 0 -s 1048576 -D "$DURATION" \
+		--report_gbits -p "$PERFTEST_PORT" "$IP_A" 2>/dev/null)
+	wait "$spid" 2>/dev/null
+	awk '$1 == 1048576 {print $4}' <<<"$out"
+}
+
 ROWFMT='| %-26s | %-36s | %8s | %9s | %7s | %13s |\n'
 LATFMT='| %-26s | %-31s | %7s | %7s | %7s | %7s | %7s | %7s | %7s | %7s |\n'
 
@@ -187,6 +201,10 @@ table() {
 				R[$t:$s]+="${bw:-fail}"$'\n'
 			done
 		done
+		if [ "$HAVE_PERFTEST" = 1 ] && [ "$TESTS" != none ]; then
+			bw=$(perftest_bw)
+			R[perftest_bw]+="${bw:-fail}"$'\n'
+		fi
 		read -r p50 p99 <<<"$(udp_lat)"
 		R[udp:p50]+="${p50:-fail}"$'\n'
 		R[udp:p99]+="${p99:-fail}"$'\n'
@@ -242,6 +260,13 @@ table() {
 				"$(ratio "${M[$k]}" "${M[udp]}")"
 		done
 	done
+	if [ -n "${M[perftest_bw]:-}" ]; then
+		local vs=""
+		[ -n "${M[write_bw:1M]:-}" ] && vs=" ($(ratio "${M[perftest_bw]}" "${M[write_bw:1M]}") of efi-perf)"
+		printf "$ROWFMT" "EFI ib_write_bw" "perftest -s 1M via efi-run$vs" "$(num 3 "${M[perftest_bw]}")" \
+			"$(ratio "${M[perftest_bw]}" "${M[cubic]}")" "$(ratio "${M[perftest_bw]}" "${M[bbr]}")" \
+			"$(ratio "${M[perftest_bw]}" "${M[udp]}")"
+	fi
 	echo
 	printf "$LATFMT" "8 B ping-pong, half RTT" "how" "p50 us" "avg us" "p99 us" "p99.9 us" \
 		"p50/TCP" "avg/TCP" "p99/TCP" "p50/UDP"
