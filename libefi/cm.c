@@ -345,17 +345,17 @@ void efi_cm_qp_to_error(struct efi_cm_id *id)
 	pthread_mutex_unlock(&bind_lock);
 }
 
-/* How long a DISCONNECTED waits for the ACKs of sends the peer may have
- * taken: a peer that disconnects cleanly acknowledged what arrived before it
- * told its efid (efi_disconnect, efi_destroy_qp and every way into ERR send
- * a held ACK first), but that ACK and the DISCONNECTED travel apart, the
- * ACK through the data path's sockets and the DISCONNECTED through two
- * efids, and on a loaded host the ACK can come second (its delivery is a
- * softirq that may be deferred to ksoftirqd).  Failing the QP the moment
+/* Why a DISCONNECTED waits for the ACKs of sends the peer may have taken
+ * (cm_int.h, DISC_ACK_GRACE_NS, the window; cm_watch.c, who shares it): a
+ * peer that disconnects cleanly acknowledged what arrived before it told
+ * its efid (efi_disconnect, efi_destroy_qp and every way into ERR send a
+ * held ACK first), but that ACK and the DISCONNECTED travel apart, the ACK
+ * through the data path's sockets and the DISCONNECTED through two efids,
+ * and on a loaded host the ACK can come second (its delivery is a softirq
+ * that may be deferred to ksoftirqd).  Failing the QP the moment
  * DISCONNECTED came flushed a send the peer had taken: fi_pingpong -e rdm's
  * last "fin" in CI's sanitizer stage.  A peer that died answers nothing, so
- * the wait is bounded; it only runs while a send is still unacknowledged. */
-#define DISC_ACK_GRACE_NS (10ull * 1000000)
+ * the wait is bounded, and it only runs while a send is unacknowledged. */
 #define DISC_ACK_LOOK_NS (100ull * 1000)
 
 /* Whether one of the n connections' QPs has a request out without its
@@ -379,21 +379,20 @@ static bool batch_awaits_ack(struct efi_cm_id *const *ids, size_t n)
  * 130-340 ms their DISCONNECTED took to reach the application (issue 18).
  * The run here comes after every frame of the batch was read, so what
  * arrived before any of them still counts first, and while a send waits
- * for its ACK the transport runs again every DISC_ACK_LOOK_NS, for up to
- * DISC_ACK_GRACE_NS (above).  The ids stay valid (the watcher holds them
+ * for its ACK the transport runs again every DISC_ACK_LOOK_NS, until
+ * ack_deadline_ns at most (above).  The ids stay valid (the watcher holds them
  * in_batch); their QPs are read anew under bind_lock after every wait, as
  * efi_destroy_qp may unbind one meanwhile.  Takes bind_lock, then the
  * context's lock (the order efi_modify_qp under bind_lock has). */
-void efi_cm_qps_to_error(struct efi_cm_id *const *ids, size_t n)
+void efi_cm_qps_to_error(struct efi_cm_id *const *ids, size_t n, uint64_t ack_deadline_ns)
 {
 	if (!n)
 		return;
 	struct efi_context_int *ctx = ctx_of(ids[0]->context);
-	uint64_t give_up = efi_now_ns() + DISC_ACK_GRACE_NS;
 	pthread_mutex_lock(&bind_lock);
 	pthread_mutex_lock(&ctx->lock);
 	efi_xport_run(ctx);
-	while (batch_awaits_ack(ids, n) && efi_now_ns() < give_up) {
+	while (batch_awaits_ack(ids, n) && efi_now_ns() < ack_deadline_ns) {
 		pthread_mutex_unlock(&ctx->lock);
 		pthread_mutex_unlock(&bind_lock);
 		struct timespec ts = { 0, (long)DISC_ACK_LOOK_NS };

@@ -76,8 +76,16 @@ struct efi_cm_id *efi_cm_id_new(enum cm_id_kind kind, struct efi_context *ctx, b
 void efi_cm_id_free(struct efi_cm_id *id);
 int efi_cm_qp_to_rts(struct efi_cm_id *id, uint32_t key);
 void efi_cm_qp_to_error(struct efi_cm_id *id);
-/* The QPs of n ids of ONE context to ERR with one transport run. */
-void efi_cm_qps_to_error(struct efi_cm_id *const *ids, size_t n);
+/* How long DISCONNECTEDs wait for the ACKs of sends their peers may have
+ * taken (cm.c says why): one window of this length is shared by every
+ * DISCONNECTED that comes within DISC_ACK_WINDOW_NS of its start
+ * (cm_watch.c), so a peer with 1,000 connections that dies costs the
+ * application 10 ms once, not per batch of DISCONNECTEDs. */
+#define DISC_ACK_GRACE_NS (10ull * 1000000)
+#define DISC_ACK_WINDOW_NS (1000ull * 1000000)
+/* The QPs of n ids of ONE context to ERR with one transport run; while one
+ * of them has a send without its ACK, until ack_deadline_ns at most. */
+void efi_cm_qps_to_error(struct efi_cm_id *const *ids, size_t n, uint64_t ack_deadline_ns);
 void efi_cm_bind_qp(struct efi_cm_id *id, struct efi_qp *qp);
 void efi_cm_unbind_id(struct efi_cm_id *id);
 

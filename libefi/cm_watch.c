@@ -85,6 +85,9 @@ struct efi_cm_watcher {
 	struct efi_cm_id **batch;	/* DISCONNECTED, QP not yet in ERR */
 	struct efi_cm_event *batch_ev;
 	size_t nbatch, cap_batch;
+	/* the current window in which DISCONNECTEDs wait for ACKs (cm_int.h):
+	 * it began at ack_window_ns and its waits end at ack_deadline_ns */
+	uint64_t ack_window_ns, ack_deadline_ns;
 };
 
 static uint64_t token_of(uint32_t idx, uint32_t gen)
@@ -190,7 +193,12 @@ static void batch_flush(struct efi_cm_watcher *w)
 {
 	if (!w->nbatch)
 		return;
-	efi_cm_qps_to_error(w->batch, w->nbatch);
+	uint64_t now = efi_now_ns();
+	if (!w->ack_window_ns || now - w->ack_window_ns >= DISC_ACK_WINDOW_NS) {
+		w->ack_window_ns = now;
+		w->ack_deadline_ns = now + DISC_ACK_GRACE_NS;
+	}
+	efi_cm_qps_to_error(w->batch, w->nbatch, w->ack_deadline_ns);
 	for (size_t i = 0; i < w->nbatch; i++)
 		push_event(w->batch[i], 0, &w->batch_ev[i]);
 	pthread_mutex_lock(&w->lock);
