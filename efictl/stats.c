@@ -317,13 +317,25 @@ static const char *const qp_help[EFI_CSHM_QP_VALUES] = {
 	"Received datagrams for the QP that it dropped.",
 };
 
+/* The labels of one QP's series: its context's, its number, its peer. */
+static void prom_qp_labels(FILE *f, const char *name, const struct ec_iface *i,
+			   const struct ec_context *cx, const struct ec_qp *qp)
+{
+	char buf[64];
+
+	prom_ctx_labels(f, name, i, cx);
+	fprintf(f, ",qpn=\"%u\"", qp->qpn);
+	if (qp->has_peer) {
+		fputs(",peer=", f);
+		prom_value(f, efi_gid_format(&qp->peer, buf, sizeof(buf)));
+	}
+}
+
 /* The stall detector of a version 4 counters page: stalled QPs per
  * context, and each QP's outstanding send work and time without progress.
  * Contexts of an older libefi give no series. */
 static void prom_stall(FILE *f, const struct ec_listing *l, const struct istats *s)
 {
-	char buf[64];
-
 	prom_family(f, "efi_context_qps_stalled", "gauge",
 		    "QPs of the context with send work outstanding and no progress for 2 s or more.");
 	for (size_t k = 0; k < l->nifaces; k++)
@@ -348,12 +360,7 @@ static void prom_stall(FILE *f, const struct ec_listing *l, const struct istats 
 					const struct ec_qp *qp = &cx->qps[q];
 					if (!qp->has_work)
 						continue;
-					prom_ctx_labels(f, names[v], s[k].i, cx);
-					fprintf(f, ",qpn=\"%u\"", qp->qpn);
-					if (qp->has_peer) {
-						fputs(",peer=", f);
-						prom_value(f, efi_gid_format(&qp->peer, buf, sizeof(buf)));
-					}
+					prom_qp_labels(f, names[v], s[k].i, cx, qp);
 					if (v == 0)
 						prom_u64(f, qp->outstanding);
 					else
@@ -368,7 +375,7 @@ static void prom_stall(FILE *f, const struct ec_listing *l, const struct istats 
 static void prom_ext(FILE *f, const struct ec_listing *l, const struct istats *s)
 {
 	static const char *const qp_names[EFI_CSHM_QP_VALUES] = EFI_CSHM_QP_VALUE_NAMES;
-	char name[96], buf[64];
+	char name[96];
 
 	prom_family(f, "efi_context_drops_by_reason_total", "counter",
 		    "Received datagrams the context dropped, by reason (libefi's efi_drop_reason_str).");
@@ -408,12 +415,7 @@ static void prom_ext(FILE *f, const struct ec_listing *l, const struct istats *s
 				const struct ec_context *cx = &s[k].i->contexts[x];
 				for (size_t q = 0; q < cx->nqps; q++) {
 					const struct ec_qp *qp = &cx->qps[q];
-					prom_ctx_labels(f, name, s[k].i, cx);
-					fprintf(f, ",qpn=\"%u\"", qp->qpn);
-					if (qp->has_peer) {
-						fputs(",peer=", f);
-						prom_value(f, efi_gid_format(&qp->peer, buf, sizeof(buf)));
-					}
+					prom_qp_labels(f, name, s[k].i, cx, qp);
 					prom_u64(f, qp->v[v]);
 				}
 			}
