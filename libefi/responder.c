@@ -236,6 +236,15 @@ static void handle_write(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 		qp->resp_op = RESP_IDLE;
 		if (imm)
 			recv_complete(qp, pkt, EFI_WC_SUCCESS, EFI_WC_RECV_RDMA_WITH_IMM, qp->write_total);
+		else if (first)
+			/* A one-packet Write is how a Write ping-pong (and
+			 * eager RDMA) signals: the application spinning on
+			 * memory answers it at once, so its ACK waits for the
+			 * answer as a Send's does.  Sent first, the ACK's
+			 * sendmmsg delayed every answer: write_lat was 3 us
+			 * over send_lat (issue 15).  Longer Writes are bulk:
+			 * their ACK goes at once. */
+			qp->ack_hold_pending = true;
 	} else {
 		qp->resp_op = RESP_WRITE;
 	}
