@@ -17,10 +17,13 @@
  * ib_write_lat, eager-RDMA protocols).  It is out of libefi while the peer's
  * datagram arrives, and a nap that ignored the wire left that datagram
  * unread for up to APP_BACKOFF_NS.  So the naps do watch the wire, and a
- * datagram that nobody takes within APP_GRACE_NS is taken here; only when
- * the application keeps taking them itself (APP_TAKES_STREAK wakes in a row)
- * does one nap leave the wire alone, bounding the wake-ups a genuine poller
- * pays to about one per APP_BACKOFF_NS.
+ * datagram that nobody takes within APP_GRACE_NS is taken here.  Once the
+ * application has taken them itself (APP_TAKES_STREAK wakes in a row) the
+ * naps leave the wire alone, each ending with one look at it, until that
+ * look finds a datagram the application leaves for longer than
+ * APP_GRACE_NS: a genuine poller then pays one wake-up per APP_BACKOFF_NS,
+ * and the other pattern at most one nap's delay before the wire is watched
+ * again.
  */
 #include "config.h"
 
@@ -144,8 +147,23 @@ static void *progress_main(void *arg)
 			 * the completion. */
 			if (!nap(ctx, watch, until_held_ack(held, APP_BACKOFF_NS), &wire_ready))
 				break;
-			if (!watch)
-				app_took--; /* watch again after this nap */
+			if (!watch) {
+				/* The wire unwatched for a nap: a datagram
+				 * there now is either one the application is
+				 * about to take (a poller reads within a
+				 * microsecond or so) or one it left (it spins
+				 * elsewhere): the grace period tells.  Only
+				 * the latter ends the streak.  Watching again
+				 * after every unwatched nap cost a genuine
+				 * poller two more wake-ups (the datagram, the
+				 * grace) per nap on its own CPU. */
+				struct pollfd pfd = { .fd = efi_wire_fd(ctx->wire), .events = POLLIN };
+
+				wire_ready = poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN) &&
+					     !app_takes_datagram(ctx);
+				if (wire_ready)
+					app_took = 0;	/* left to us: run it now */
+			}
 			if (held && !wire_ready && !atomic_load(&ctx->stopping) &&
 			    atomic_load_explicit(&ctx->ack_deadline_ns, memory_order_relaxed) == held &&
 			    efi_now_ns() >= held && pthread_mutex_trylock(&ctx->lock) == 0) {
@@ -155,7 +173,7 @@ static void *progress_main(void *arg)
 			}
 			if (!wire_ready || atomic_load(&ctx->stopping))
 				continue;
-			if (app_takes_datagram(ctx)) {
+			if (watch && app_takes_datagram(ctx)) {
 				app_took++;
 				continue;
 			}
