@@ -26,8 +26,10 @@
  * of a context to its own port): each datagram says which lane it leaves
  * on, and says on receive which it arrived on.  Sending splits a batch into
  * runs of one lane (the transport sends in per-path bursts, so runs are
- * long); receiving asks an epoll set over the lanes which have data (one
- * system call) and reads those.  One lane is one socket, no epoll.
+ * long); receiving reads lane 0 (where every path of a connection arrives)
+ * and, every UDP_EPOLL_EVERY-th call or while another lane has had data,
+ * asks an epoll set over the lanes which have data (one system call) and
+ * reads those.  One lane is one socket, no epoll.
  *
  * Ownership: efi_wire_udp_create* take the descriptors only when they
  * succeed; on failure the caller still owns them (and closes them).
