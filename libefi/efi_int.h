@@ -64,10 +64,15 @@ static inline uint32_t efi_lane_port(uint32_t port_base, unsigned lane, uint32_t
 #define EFI_MAX_CQE		(1u << 20)
 #define EFI_MAX_RD_ATOMIC	16u
 #define EFI_MAX_MR_SIZE		(UINT64_C(1) << 40)
-/* PSNs between snd_una and snd_nxt at most: the span the responder's
- * reorder buffer and the SACK block cover.  The congestion window limits
- * the packets actually in flight within it. */
-#define EFI_SEND_WINDOW		EFI_REORDER_SLOTS
+/* PSNs between snd_una and snd_nxt at most: the span a responder's reorder
+ * buffer covers, EFI_SEND_WINDOW_WIDE once its ACKs said it holds that many
+ * (EFI_AETH_CREDITS_WIDE), else what a SACK block describes (an older
+ * responder's whole buffer).  The congestion window limits the packets
+ * actually in flight within it.  256 held the send rate of one QP to
+ * 256 × 1424 B per round trip: with four lanes' windows summing to over
+ * 600 packets, this was the limit write_bw ran into. */
+#define EFI_SEND_WINDOW		EFI_SACK_MAX_BITS
+#define EFI_SEND_WINDOW_WIDE	EFI_REORDER_WIDE
 /* Response packets one Read request asks for at most (a longer Read is
  * split into several requests). */
 #define EFI_READ_CHUNK		64u
@@ -76,8 +81,8 @@ static inline uint32_t efi_lane_port(uint32_t port_base, unsigned lane, uint32_t
  * expected one was lost: it is asked for again. */
 #define EFI_RD_EARLY		256u
 #define EFI_RD_GAP_RESEND	16u
-/* Per-PSN send records kept (a power of two ≥ EFI_SEND_WINDOW). */
-#define EFI_TXREC_SLOTS		1024u
+/* Per-PSN send records kept (a power of two ≥ EFI_SEND_WINDOW_WIDE). */
+#define EFI_TXREC_SLOTS		2048u
 /* Entries of a responder's output queue (ACKs, NAKs, Read responses, atomic
  * ACKs waiting to be sent, in PSN order). */
 #define EFI_RESPQ_SLOTS		64u
@@ -521,6 +526,7 @@ struct efi_qp_int {
 	bool ack_hold_pending;		/* a receive completed in this run (responder.c) */
 	uint64_t ack_hold_ns;		/* the held ACK leaves by then; 0: none held (xport.c) */
 	bool peer_reads_pack;		/* the peer said it reads piggybacked ACKs (xport.c) */
+	bool peer_wide;			/* the peer said it holds EFI_SEND_WINDOW_WIDE PSNs (xport.c) */
 	/* xport.c → efi_req_build: the held ACK the next request may carry
 	 * (PACK), and whether one did */
 	const struct efi_respq_ent *pack_offer;
@@ -645,6 +651,12 @@ bool efi_req_peer_dead(const struct efi_qp_int *qp, uint64_t now);
  * wp->payload (sent from the application's memory, no copy).  Returns the
  * datagram's length (0: nothing to send) and the PSN after it in *next. */
 size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, struct efi_wire_pkt *wp, uint32_t *next, uint64_t now);
+/* PSNs qp may keep outstanding (EFI_SEND_WINDOW, or _WIDE once the
+ * peer said it holds that many). */
+static inline uint32_t efi_send_window(const struct efi_qp_int *qp)
+{
+	return qp->peer_wide ? EFI_SEND_WINDOW_WIDE : EFI_SEND_WINDOW;
+}
 bool efi_req_can_send(struct efi_qp_int *qp, uint64_t now);
 /* The PSN of the next request packet to send now (a lost one first, else
  * the next in sequence) and its path (qp->cur_path); false if nothing may

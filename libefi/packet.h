@@ -122,6 +122,12 @@ enum efi_nak_code {
 /* A positive ACK's value saying "no credits, and I read piggybacked ACKs"
  * (EFI_PKT_F_ACKED): an older receiver takes it as any ACK. */
 #define EFI_AETH_CREDITS_PACK	0x1eu
+/* "No credits, and I hold requests up to EFI_REORDER_WIDE PSNs ahead" (a
+ * requester may then keep that many PSNs outstanding), and the same with
+ * "I read piggybacked ACKs": older receivers take either as any ACK. */
+#define EFI_AETH_CREDITS_WIDE		0x1du
+#define EFI_AETH_CREDITS_WIDE_PACK	0x1cu
+#define EFI_REORDER_WIDE		1024u
 #define EFI_MSN_MASK		UINT32_C(0xffffff)
 
 /* A decoded packet, host byte order.  Fields of headers the packet does not

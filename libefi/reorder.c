@@ -216,7 +216,7 @@ bool efi_reorder_sack(struct efi_reorder *r, uint32_t base, struct efi_pkt *ack)
 		return false;
 	}
 	memset(ack->sack.bitmap, 0, sizeof(ack->sack.bitmap));
-	for (unsigned k = 1; k < EFI_REORDER_SLOTS; k++) {
+	for (unsigned k = 1; k < EFI_SACK_MAX_BITS; k++) {
 		if (efi_reorder_has(r, efi_psn_add(base, k))) {
 			ack->sack.bitmap[k / 8] |= (uint8_t)(1u << (k % 8));
 			top = k;

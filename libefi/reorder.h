@@ -33,8 +33,12 @@
 
 #include "packet.h"
 
-/* PSNs the buffer spans from the expected one (= the SACK block's bits). */
-#define EFI_REORDER_SLOTS	EFI_SACK_MAX_BITS
+/* PSNs the buffer spans from the expected one.  More than a SACK block
+ * describes (EFI_SACK_MAX_BITS): a requester that knows it (the responder's
+ * ACKs say EFI_AETH_CREDITS_WIDE) keeps that many PSNs outstanding, a
+ * bandwidth-delay product of 1.4 MiB at 1424-byte segments; what is held
+ * beyond the SACK block's reach is reported once the expected PSN moves. */
+#define EFI_REORDER_SLOTS	EFI_REORDER_WIDE
 /* The largest datagram it keeps (a data packet of path MTU 4096). */
 #define EFI_REORDER_PKT_MAX	(4096u + 256u)
 
@@ -79,7 +83,7 @@ void efi_reorder_clear(struct efi_reorder *r);
 void efi_reorder_free(struct efi_reorder *r);
 
 /* Fills a SACK block for expected PSN base: base_psn = base, bit k = PSN
- * base + k held.  Returns false (nothing filled) when nothing is held.
+ * base + k held, for k below EFI_SACK_MAX_BITS.  Returns false (nothing filled) when nothing is held.
  * Called with every ACK the responder sends, it is also where the memory of
  * a buffer that stayed empty for EFI_REORDER_CALM PSNs goes back. */
 bool efi_reorder_sack(struct efi_reorder *r, uint32_t base, struct efi_pkt *ack);

@@ -548,7 +548,7 @@ bool efi_req_can_send(struct efi_qp_int *qp, uint64_t now)
 	uint32_t max_rd;
 
 	(void)now;
-	if (qp->rnr_wait || efi_psn_diff(qp->snd_nxt, qp->snd_una) >= (int32_t)EFI_SEND_WINDOW)
+	if (qp->rnr_wait || efi_psn_diff(qp->snd_nxt, qp->snd_una) >= (int32_t)efi_send_window(qp))
 		return false;
 	if (qp->snd_nxt != qp->snd_max)
 		return true;

@@ -545,9 +545,11 @@ size_t efi_resp_build(struct efi_qp_int *qp, struct efi_respq_ent *e, struct efi
 	case RESPQ_ACK:
 		h.opcode = EFI_OP_ACK;
 		h.aeth.syndrome = e->syndrome;
-		/* our plain ACKs tell the peer we read piggybacked ones */
-		if (e->syndrome == (EFI_AETH_ACK | EFI_AETH_CREDITS_NONE) && qp->ctx->pack)
-			h.aeth.syndrome = EFI_AETH_ACK | EFI_AETH_CREDITS_PACK;
+		/* our plain ACKs tell the peer how far ahead we hold
+		 * requests, and whether we read piggybacked ACKs */
+		if (e->syndrome == (EFI_AETH_ACK | EFI_AETH_CREDITS_NONE))
+			h.aeth.syndrome = EFI_AETH_ACK | (qp->ctx->pack ? EFI_AETH_CREDITS_WIDE_PACK
+									 : EFI_AETH_CREDITS_WIDE);
 		/* What is held beyond the hole, as of now. */
 		if (e->syndrome == (EFI_AETH_ACK | EFI_AETH_CREDITS_NONE))
 			efi_reorder_sack(&qp->reorder, qp->rcv_psn, &h);

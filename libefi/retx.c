@@ -281,7 +281,11 @@ void efi_retx_detect(struct efi_qp_int *qp, uint64_t now)
 	qp->rack_deadline_ns = 0;
 	if (!qp->pipe)
 		return;
-	for (unsigned n = 0; n < EFI_TXREC_SLOTS && efi_psn_before(psn, qp->snd_nxt); n++) {
+	/* Only as far as a SACK block reaches from snd_una: the responder
+	 * may hold packets further ahead (a wide window) without being able
+	 * to say so yet, and a later packet's arrival says nothing about
+	 * those.  They are judged once snd_una has come within reach. */
+	for (unsigned n = 0; n < EFI_SACK_MAX_BITS && efi_psn_before(psn, qp->snd_nxt); n++) {
 		struct efi_txrec *r = rec_of(qp, psn);
 		if (!r) {
 			psn = efi_psn_add(psn, 1);

@@ -134,8 +134,13 @@ static void dispatch(struct efi_context_int *ctx, const struct efi_wire_pkt *wp)
 			}
 		}
 	} else {
-		if (pkt.aeth.syndrome == (EFI_AETH_ACK | EFI_AETH_CREDITS_PACK) && (pkt.hdrs & EFI_HDR_AETH))
-			qp->peer_reads_pack = true;
+		if ((pkt.hdrs & EFI_HDR_AETH) && (pkt.aeth.syndrome & EFI_AETH_KIND_MASK) == EFI_AETH_ACK) {
+			uint8_t v = pkt.aeth.syndrome & EFI_AETH_VALUE_MASK;
+			if (v == EFI_AETH_CREDITS_PACK || v == EFI_AETH_CREDITS_WIDE_PACK)
+				qp->peer_reads_pack = true;
+			if (v == EFI_AETH_CREDITS_WIDE || v == EFI_AETH_CREDITS_WIDE_PACK)
+				qp->peer_wide = true;
+		}
 		if (st != EFI_QPS_RTS && st != EFI_QPS_SQD) {
 			efi_count_drop(&qp->cnt, EFI_DROP_QP_STATE);
 			return;
