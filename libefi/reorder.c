@@ -223,6 +223,12 @@ bool efi_reorder_sack(struct efi_reorder *r, uint32_t base, struct efi_pkt *ack)
 		}
 	}
 	if (!top) {
+		/* Held further ahead than a SACK block reaches (a wide
+		 * window): kept, never dropped (no reneging), only not
+		 * reported yet. */
+		for (unsigned k = EFI_SACK_MAX_BITS; k < EFI_REORDER_SLOTS; k++)
+			if (efi_reorder_has(r, efi_psn_add(base, k)))
+				return false;
 		calm(r, base);
 		return false;
 	}

@@ -103,6 +103,31 @@ START_TEST(reorder_stale_copy_is_not_a_later_psn)
 }
 END_TEST
 
+/* A packet held beyond a SACK block's reach (the wide window) is not
+ * reported, and not dropped either: an ACK whose block would be empty
+ * must not take the buffer for one holding only stale copies. */
+START_TEST(reorder_held_beyond_sack_reach_kept)
+{
+	struct efi_reorder r;
+	struct efi_pkt ack;
+	uint8_t pkt[64] = { 7 };
+	const uint32_t base = 0xffff00;	/* across the 24-bit wrap */
+	const uint32_t far = efi_psn_add(base, EFI_SACK_MAX_BITS + 44);
+
+	memset(&r, 0, sizeof(r));
+	ck_assert_int_eq(efi_reorder_store(&r, base, far, pkt, sizeof(pkt)), 0);
+	memset(&ack, 0, sizeof(ack));
+	ck_assert(!efi_reorder_sack(&r, base, &ack));
+	ck_assert(!(ack.hdrs & EFI_HDR_SACK));
+	ck_assert(efi_reorder_has(&r, far));
+	ck_assert_uint_eq(r.count, 1);
+	/* once the expected PSN comes within reach, it is reported */
+	ck_assert(efi_reorder_sack(&r, efi_psn_add(base, 100), &ack));
+	ck_assert_uint_eq(ack.sack.nbits, EFI_SACK_MAX_BITS + 44 - 100 + 1);
+	efi_reorder_free(&r);
+}
+END_TEST
+
 START_TEST(reorder_sack_block_across_wrap)
 {
 	struct efi_reorder r;
@@ -835,6 +860,7 @@ int main(void)
 	tcase_add_test(t, reorder_window_and_duplicates);
 	tcase_add_test(t, reorder_stale_copy_is_not_a_later_psn);
 	tcase_add_test(t, reorder_sack_block_across_wrap);
+	tcase_add_test(t, reorder_held_beyond_sack_reach_kept);
 	suite_add_tcase(s, t);
 	t = tcase_create("scoreboard");
 	tcase_add_test(t, sack_then_only_the_hole_is_lost);
