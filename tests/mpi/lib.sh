@@ -70,7 +70,7 @@ mpi_host() {
 # command line (docs/libfabric.md): the CM PML over the ofi MTL, restricted
 # to the provider; the "self" BTL only, so no BTL can carry data between
 # the ranks; mpi_yield_when_idle because two ranks, their progress threads
-# and efid share 2 cores here.
+# and efid share 2 cores here; over efi, FI_OFI_RXM_USE_RNDV_WRITE=1.
 #
 # --bind-to none, for every transport: each "host" here is an instance on
 # the same machine, and Open MPI binds the first rank of every node to the
@@ -90,6 +90,11 @@ mpi_flags() {
 	fi
 	MPI_FLAGS=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$MPI_TRANSPORT"
 		--mca btl self --mca mpi_yield_when_idle 1 --bind-to none)
+	# over efi, rxm's rendezvous (messages above 128 KiB) by RDMA Write:
+	# its default Read loses packets over libefi's lanes (docs/libfabric.md,
+	# "Rendezvous"); tcp is left as a user gets it
+	[ "$MPI_TRANSPORT" = efi ] && MPI_FLAGS+=(-x FI_OFI_RXM_USE_RNDV_WRITE=1)
+	return 0
 }
 
 # mpi_run OUT NP PROGRAM [ARGS...]: mpirun -np NP of PROGRAM over the hosts
