@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "libefi/efi_int.h"
+#include "bare_qp.h"
 
 #define US 1000ull
 
@@ -137,92 +138,7 @@ START_TEST(reorder_sack_block_across_wrap)
 }
 END_TEST
 
-/* ---- requester scoreboard over a bare QP ---- */
-
-struct bare {
-	struct efi_context_int ctx;
-	struct efi_qp_int qp;
-};
-
-static struct bare *bare_new(uint64_t now)
-{
-	struct bare *b = calloc(1, sizeof(*b));
-	ck_assert_ptr_nonnull(b);
-	efi_cc_params_default(&b->ctx.ccp);
-	b->ctx.ccp.init_cwnd = 64;
-	b->qp.ctx = &b->ctx;
-	b->qp.txrec = calloc(EFI_TXREC_SLOTS, sizeof(*b->qp.txrec));
-	ck_assert_ptr_nonnull(b->qp.txrec);
-	b->qp.snd_una = b->qp.snd_nxt = b->qp.snd_max = 1000;
-	efi_retx_init(&b->qp, now);
-	return b;
-}
-
-static void bare_free(struct bare *b)
-{
-	free(b->qp.txrec);
-	free(b);
-}
-
-/* Sends PSN psn (one packet) at time t on the QP's current path. */
-static void send_one(struct efi_qp_int *qp, uint32_t psn, uint64_t t)
-{
-	struct efi_txrec *r = &qp->txrec[psn & (EFI_TXREC_SLOTS - 1)];
-	if (r->psn != psn || !r->tx_ns) {
-		memset(r, 0, sizeof(*r));
-		r->psn = psn;
-	}
-	r->tx_ns = t;
-	r->npsn = 1;
-	efi_retx_on_send(qp, r, t);
-	if (psn == qp->snd_nxt)
-		qp->snd_nxt = efi_psn_add(psn, 1);
-	if (efi_psn_after(qp->snd_nxt, qp->snd_max))
-		qp->snd_max = qp->snd_nxt;
-}
-
-/* A response on path: everything before una acknowledged, the PSNs in
- * sacked[] SACKed, echoing the send time echo, arriving at now. */
-static void answer_sack_on(struct efi_qp_int *qp, unsigned path, uint32_t una, const uint32_t *sacked, unsigned n,
-			   uint64_t echo, uint64_t now)
-{
-	struct efi_pkt p;
-	uint32_t old = qp->snd_una;
-
-	memset(&p, 0, sizeof(p));
-	p.opcode = EFI_OP_ACK;
-	p.hdrs = EFI_HDR_AETH;
-	p.path = (uint8_t)path;
-	p.psn = efi_psn_add(una, EFI_PSN_MASK);
-	p.ts_echo = echo;
-	if (n) {
-		p.hdrs |= EFI_HDR_SACK;
-		p.sack.base_psn = una;
-		for (unsigned i = 0; i < n; i++) {
-			unsigned k = (unsigned)efi_psn_diff(sacked[i], una);
-			p.sack.bitmap[k / 8] |= (uint8_t)(1u << (k % 8));
-			if (k + 1 > p.sack.nbits)
-				p.sack.nbits = (uint16_t)(k + 1);
-		}
-	}
-	qp->snd_una = una;
-	if (efi_psn_after(una, old))
-		efi_retx_acked(qp, old, una);
-	efi_retx_sack(qp, &p);
-	efi_retx_after_response(qp, &p, now);
-}
-
-/* The same on path 0. */
-static void ack(struct efi_qp_int *qp, uint32_t una, const uint32_t *sacked, unsigned n, uint64_t echo,
-		uint64_t now)
-{
-	answer_sack_on(qp, 0, una, sacked, n, echo, now);
-}
-
-static uint8_t state(struct efi_qp_int *qp, uint32_t psn)
-{
-	return qp->txrec[psn & (EFI_TXREC_SLOTS - 1)].state;
-}
+/* ---- requester scoreboard over a bare QP (bare_qp.h) ---- */
 
 START_TEST(sack_then_only_the_hole_is_lost)
 {
