@@ -204,11 +204,13 @@ int efi_poll_cq(struct efi_cq *pub, int num_entries, struct efi_wc *wc)
 		return -EINVAL;
 	ctx = ctx_of(cq->pub.context);
 	if (pthread_mutex_trylock(&ctx->lock) == 0) {
+		uint64_t ran_at;
+
 		ctx->in_app_poll = true;
-		efi_xport_run(ctx);
+		efi_xport_run_clock(ctx, &ran_at);
 		ctx->in_app_poll = false;
 		/* the run's own clock read, when it made one */
-		atomic_store_explicit(&ctx->app_active_ns, ctx->run_ns ? ctx->run_ns : efi_now_ns(),
+		atomic_store_explicit(&ctx->app_active_ns, ran_at ? ran_at : efi_now_ns(),
 				      memory_order_relaxed);
 		pthread_mutex_unlock(&ctx->lock);
 	}

@@ -267,7 +267,6 @@ struct efi_context_int {
 	bool progress_running;
 	int stop_fd;			/* eventfd: tells the progress thread to quit */
 	_Atomic uint64_t app_active_ns;	/* last time efi_poll_cq ran the transport (relaxed) */
-	uint64_t run_ns;		/* the clock efi_xport_run read, 0: it read none (ctx->lock) */
 	struct efi_lease *lease;		/* lease.c: efid restarts, revoke, quota; or NULL */
 	/* cm_watch.c: the thread serving all CM connections of the context,
 	 * started with the first one; NULL before */
@@ -629,6 +628,9 @@ void efi_qp_set_conn_key(struct efi_qp *qp, uint32_t key);
 /* Receives what is waiting, runs timers and sends what can be sent.
  * Returns the number of datagrams handled. */
 int efi_xport_run(struct efi_context_int *ctx);
+/* The same, and *clock_ns: the clock the run read for its QPs, 0 when it
+ * had none to visit and read none (efi_poll_cq's activity stamp reuses it). */
+int efi_xport_run_clock(struct efi_context_int *ctx, uint64_t *clock_ns);
 /* Sends what the QP has to send now (Read responses, ACKs, requests). */
 /* Sends the QP's held ACK now, if it holds one (ctx->lock held): before
  * the QP is destroyed or leaves its working states, as a NIC would have

@@ -402,6 +402,11 @@ void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp)
 
 int efi_xport_run(struct efi_context_int *ctx)
 {
+	return efi_xport_run_clock(ctx, NULL);
+}
+
+int efi_xport_run_clock(struct efi_context_int *ctx, uint64_t *clock_ns)
+{
 	int handled = 0;
 	uint64_t now;
 	bool busy = false;
@@ -433,13 +438,16 @@ int efi_xport_run(struct efi_context_int *ctx)
 			fail_on_lost_cq(qp);
 	}
 	/* nothing to visit: no clock read either (an empty poll's cost) */
-	ctx->run_ns = 0;
+	if (clock_ns)
+		*clock_ns = 0;
 	if (!ctx->nactive) {
 		atomic_store_explicit(&ctx->ack_deadline_ns, 0, memory_order_relaxed);
 		__atomic_store_n(&ctx->busy, false, __ATOMIC_RELAXED);
 		return handled;
 	}
-	ctx->run_ns = now = efi_now_ns();
+	now = efi_now_ns();
+	if (clock_ns)
+		*clock_ns = now;
 	/* Only the active QPs (active.c), from a different one each run,
 	 * round the ring: the one going first sends its whole window before
 	 * the others get a turn, and behind a shared bottleneck that is its
