@@ -15,7 +15,16 @@
 #
 #     sudo bench/fabric.sh [BUILD_DIR]         (default: .)
 #
-# Environment: RUNS (3); EFI_LANES (passed to the efi runs when set);
+# Pinned as bench/vs-tcp.sh pins: fi_pingpong's server on CPU 1, its
+# client on CPU 0; MPI rank 0 on CPU 0, rank 1 on CPU 1 (each rank's
+# threads with it).  Unpinned, two ranks and their progress threads land
+# wherever the scheduler puts them, and the same 8 B figure swung 4-20 us
+# between runs of one build.  The latency sizes (up to 4 KiB) take
+# MPI_ITERS calls each, the bandwidth sizes as many as 32 MiB allow (the
+# programs' budget): a median of 10 calls was noise.
+#
+# Environment: RUNS (3); MPI_ITERS (2000); EFI_ENV (words NAME=VALUE
+# passed to every efi run, e.g. EFI_ACK_PIGGYBACK=1); EFI_LANES (passed to the efi runs when set);
 # LANES1=1 adds a column "efi1": efi with EFI_LANES=1 in both ends (libefi
 # sends over one UDP lane instead of spraying over several), measured in
 # the same runs, interleaved with the others.
@@ -30,7 +39,7 @@ export top_builddir top_srcdir
 . "$top_srcdir/tests/mpi/lib.sh"
 command -v fi_pingpong >/dev/null 2>&1 || { echo "fi_pingpong is not installed (apt-get install libfabric-bin)" >&2; exit 77; }
 mpi_init fb
-: "${RUNS:=3}"
+: "${RUNS:=3}" "${MPI_ITERS:=2000}"
 FI_SIZES="64 4096 65536 1048576"
 dp_one_host
 mpi_host efi-a "$A" "$SOCK_A"
@@ -39,11 +48,12 @@ mpi_host efi-b "$B" "$SOCK_B"
 KINDS="efi tcp"
 [ "${LANES1:-0}" = 1 ] && KINDS="efi efi1 tcp"
 
-# lanes KIND: the EFI_LANES setting of a kind of run (words NAME=VALUE)
+# lanes KIND: the environment of a kind of run (words NAME=VALUE): its
+# EFI_LANES setting and EFI_ENV
 lanes() {
 	case $1 in
-	efi1) echo EFI_LANES=1 ;;
-	efi) echo "${EFI_LANES:+EFI_LANES=$EFI_LANES}" ;;
+	efi1) echo "EFI_LANES=1 ${EFI_ENV:-}" ;;
+	efi) echo "${EFI_LANES:+EFI_LANES=$EFI_LANES }${EFI_ENV:-}" ;;
 	esac
 }
 
@@ -61,14 +71,14 @@ fi_pp() {
 	esac
 	PORT=$((PORT + 1))
 	# shellcheck disable=SC2086 # $env: words
-	fa $env timeout 120 fi_pingpong -p "$prov" -e msg -B "$PORT" \
+	fa $env timeout 120 taskset -c 1 fi_pingpong -p "$prov" -e msg -B "$PORT" \
 		-I "$iters" -S "$size" >"$TMPD/fi.s" 2>&1 &
 	spid=$!
 	TRACK_BGPIDS+=("$spid")
 	wait_for 10000 "fi_pingpong server on $PORT" \
 		bash -c "ip netns exec '$A' ss -Hltn 'sport = :$PORT' | grep -q ."
 	# shellcheck disable=SC2086
-	out=$(fb $env timeout 120 fi_pingpong -p "$prov" -e msg \
+	out=$(fb $env timeout 120 taskset -c 0 fi_pingpong -p "$prov" -e msg \
 		-P "$PORT" -I "$iters" -S "$size" "$IP_A" 2>&1)
 	wait "$spid" 2>/dev/null
 	# bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec (#ack "=2k":
@@ -80,8 +90,11 @@ fi_pp() {
 # $TMPD/PROGRAM.KIND.RUN (empty when it failed)
 mpi_fig() {
 	local out=$TMPD/$2.$1.$3
+	# each rank pins itself (SC2016: its own sh expands the variables)
+	# shellcheck disable=SC2016
 	MPI_TRANSPORT=${1%1} MPI_ENV=$(lanes "$1") \
-		mpi_run "$out" 2 "$MPI_BIN/mpi-$2" -i 10 || { log "mpi-$2 over $1 failed:"; mpi_show "$out" "$2"; : >"$out"; }
+		mpi_run "$out" 2 sh -c 'exec taskset -c "$OMPI_COMM_WORLD_RANK" "$0" "$@"' \
+		"$MPI_BIN/mpi-$2" -i "$MPI_ITERS" || { log "mpi-$2 over $1 failed:"; mpi_show "$out" "$2"; : >"$out"; }
 }
 
 declare -A V=()
