@@ -13,6 +13,7 @@
 #     testbed.sh [--name NAME] down | show
 #     testbed.sh [--name NAME] loss PORT P [tx|rx|both]
 #     testbed.sh [--name NAME] dup PORT P [tx|rx|both]
+#     testbed.sh [--name NAME] hole PORT UDP_PORT [tx|rx|both]
 #     testbed.sh [--name NAME] rate PORT RATE QUEUE [tx|rx|both]
 #     testbed.sh [--name NAME] rate PORT off [tx|rx|both]
 #     testbed.sh [--name NAME] link PORT down|up
@@ -378,6 +379,22 @@ tb_loss() { _tb_threshold "$1" "$2" "${3:-both}" 0; }
 # tb_dup PORT P [tx|rx|both]: send packets twice with probability P
 tb_dup() { _tb_threshold "$1" "$2" "${3:-both}" 1; }
 
+# tb_hole PORT UDP_PORT [tx|rx|both]: drop every IPv4 datagram to UDP
+# destination port UDP_PORT (0: none), carrier up: the black hole an ECMP
+# fabric makes of a dead link for the flows it hashed there
+tb_hole() {
+	local port=$1 udp=$2 dirs d
+	_tb_port "$port" || return
+	[[ $udp =~ ^[0-9]+$ ]] && [ "$udp" -le 65535 ] ||
+		{ echo "testbed.sh: hole $port: a UDP port 0..65535, not '$udp'" >&2; return 2; }
+	dirs=$(_tb_dirs "${3:-both}") || return
+	for d in $dirs; do
+		# shellcheck disable=SC2046 # the bytes are separate words
+		bpftool map update pinned "$TB_BPFFS/$port-$d/thresholds" key 2 0 0 0 \
+			value $(_tb_u64le "$udp") || { echo "testbed.sh: map update for $port $d failed" >&2; return 1; }
+	done
+}
+
 # tb_rate PORT RATE QUEUE [DIR] | tb_rate PORT off [DIR]: a tbf bottleneck
 # (RATE as tc: 1gbit, 100mbit; QUEUE its byte limit: 100kb) on the port's
 # egress, or none.
@@ -724,6 +741,7 @@ tb_main() {
 	show) _tb_need_state; _tb_load; tb_show ;;
 	loss) _tb_need_state; _tb_load; [ $# -ge 2 ] || _tb_usage; tb_loss "$@" ;;
 	dup) _tb_need_state; _tb_load; [ $# -ge 2 ] || _tb_usage; tb_dup "$@" ;;
+	hole) _tb_need_state; _tb_load; [ $# -ge 2 ] || _tb_usage; tb_hole "$@" ;;
 	rate) _tb_need_state; _tb_load; [ $# -ge 2 ] || _tb_usage; tb_rate "$@" ;;
 	link) _tb_need_state; _tb_load; [ $# = 2 ] || _tb_usage; tb_link "$@" ;;
 	flap) _tb_need_state; _tb_load; [ $# = 3 ] || _tb_usage; tb_flap "$@" ;;

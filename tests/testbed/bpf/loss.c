@@ -11,6 +11,10 @@
  *               random number is below it; 0 passes everything, 2^32
  *               (p = 1) drops everything (a black hole, carrier up).
  *               [TH_DUP], the same for sending a packet twice.
+ *               [TH_HOLE_PORT]: a UDP destination port (0: none) whose
+ *               IPv4 datagrams are all dropped: a black hole for some
+ *               four-tuples only, as an ECMP fabric makes of a dead link
+ *               that it hashed those flows onto.
  *   loss_stats  per-CPU counters (enum loss_stat); testbed.sh sums them to
  *               print the loss rate that was really applied.
  *
@@ -36,7 +40,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
-enum threshold { TH_LOSS, TH_DUP, TH_COUNT };
+enum threshold { TH_LOSS, TH_DUP, TH_HOLE_PORT, TH_COUNT };
 
 enum loss_stat {
 	ST_PACKETS,           /* skbs seen (duplicates not included) */
@@ -82,6 +86,24 @@ static __always_inline int chance(__u32 which)
 	return threshold && *threshold && (__u64)bpf_get_prandom_u32() < *threshold;
 }
 
+/* Whether skb is an IPv4 UDP datagram to the black-holed port. */
+static __always_inline int to_hole(struct __sk_buff *skb)
+{
+	__u32 which = TH_HOLE_PORT;
+	__u64 *port = bpf_map_lookup_elem(&thresholds, &which);
+	__u8 vihl, proto;
+	__u16 dport;
+
+	if (!port || !*port || skb->protocol != bpf_htons(ETH_P_IP))
+		return 0;
+	if (bpf_skb_load_bytes(skb, ETH_HLEN, &vihl, 1) || bpf_skb_load_bytes(skb, ETH_HLEN + 9, &proto, 1) ||
+	    proto != 17 /* UDP */)
+		return 0;
+	if (bpf_skb_load_bytes(skb, ETH_HLEN + (vihl & 0xf) * 4 + 2, &dport, 2))
+		return 0;
+	return bpf_ntohs(dport) == *port;
+}
+
 SEC("tc")
 int loss(struct __sk_buff *skb)
 {
@@ -95,7 +117,7 @@ int loss(struct __sk_buff *skb)
 	}
 	count(ST_PACKETS, 1);
 	count(ST_SEGMENTS, segs);
-	if (chance(TH_LOSS)) {
+	if (to_hole(skb) || chance(TH_LOSS)) {
 		count(ST_PACKETS_DROPPED, 1);
 		count(ST_SEGMENTS_DROPPED, segs);
 		return TC_ACT_SHOT;
