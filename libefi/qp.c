@@ -572,6 +572,7 @@ int efi_query_qp_counters(struct efi_qp *pub, struct efi_counters *c)
 		o->suspected = p->suspected;
 		o->restored = p->restored;
 		o->active = p->state == EFI_PATH_ACTIVE;
+		o->peer_lane = p->dst_lane;
 	}
 	pthread_mutex_unlock(&qp->ctx->lock);
 	return 0;

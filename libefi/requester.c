@@ -473,6 +473,27 @@ static uint8_t next_probe_path(const struct efi_qp_int *qp)
 	return (uint8_t)((from + 1) % qp->npaths);	/* every one down: round all the same */
 }
 
+/*
+ * Once a whole round of probes, one per path, went unanswered, each next
+ * probe's path moves on to the peer's next lane.  To the fabric a path is
+ * a four-tuple, and an ECMP fabric may have hashed every one of ours onto
+ * the same link: when that link black-holes (a gray failure, or a link
+ * that flaps faster than routing follows it), every path dies with it,
+ * whatever lane it leaves from.  Seen in t-lossy-flap under load: 30
+ * probes over the 4 lanes in 2 s, none arrived, while the other link
+ * delivered everything sent on it; the QP failed with RETRY_EXC.  Another
+ * destination port is another hash, and the path keeps the lane its probe
+ * came back from.  Receivers take requests on every lane (wire_udp.c).
+ */
+static void rehash_probe_path(struct efi_qp_int *qp)
+{
+	unsigned nlanes = qp->ctx->p.nlanes;
+	struct efi_path *p = &qp->paths[qp->rto_path];
+
+	if (nlanes > 1 && qp->retries >= qp->npaths)
+		p->dst_lane = (uint8_t)((p->dst_lane + 1) % nlanes);
+}
+
 /* Retransmission and RNR timers. */
 void efi_req_timers(struct efi_qp_int *qp, uint64_t now)
 {
@@ -509,6 +530,8 @@ void efi_req_timers(struct efi_qp_int *qp, uint64_t now)
 		fail_head(qp, EFI_WC_RETRY_EXC_ERR);
 		return;
 	}
+	/* timeouts in a row that nothing at all answered before this one */
+	qp->retries = qp->peer_alive ? 0 : qp->retries + 1;
 	qp->peer_alive = false;
 	/* A second timeout in a row: trust no SACK any more.  Responders do
 	 * not renege, but a stale SACK reordered behind an RNR NAK (which
@@ -531,6 +554,7 @@ void efi_req_timers(struct efi_qp_int *qp, uint64_t now)
 		qp->paths[i].quiet_since_ns = now;
 	}
 	qp->rto_path = next_probe_path(qp);
+	rehash_probe_path(qp);
 	qp->rto_at_ns = now;
 	qp->force_ackreq = true;	/* the probe asks for an answer at once */
 	for (unsigned i = 0; i < qp->npaths; i++)

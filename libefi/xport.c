@@ -185,6 +185,25 @@ static inline void address_pkt(const struct efi_context_int *ctx, const struct e
 	}
 }
 
+/* Where a request of qp on path leaves from and goes to: address_pkt, but
+ * to the peer's lane the path was moved to after its probes went
+ * unanswered (requester.c, rehash_probe_path), when the peer's lane 0 is
+ * at the fabric-wide port the lanes are counted from. */
+static inline void address_req(const struct efi_context_int *ctx, const struct efi_qp_int *qp,
+			       struct efi_wire_pkt *wp, unsigned path)
+{
+	unsigned dst = path < EFI_MAX_PATHS ? qp->paths[path].dst_lane : 0;
+	uint32_t port;
+
+	address_pkt(ctx, qp, wp, path);
+	if (!dst || !ctx->p.port_base ||
+	    efi_lane_port(ctx->p.port_base, 0, qp->attr.dest_qp_num) != ntohs(qp->peer.sin6_port))
+		return;
+	port = efi_lane_port(ctx->p.port_base, dst, qp->attr.dest_qp_num);
+	if (port)
+		wp->peer.sin6_port = htons((uint16_t)port);
+}
+
 /* Sends n packets; returns how many left (the rest stayed unsent). */
 static unsigned send_all(struct efi_context_int *ctx, struct efi_qp_int *qp, unsigned n)
 {
@@ -357,7 +376,7 @@ static void flush_qp_at(struct efi_context_int *ctx, struct efi_qp_int *qp, uint
 			psns[n] = psn;
 			if (psn == qp->snd_nxt)
 				qp->snd_nxt = next;
-			address_pkt(ctx, qp, &ctx->txpkts[n], qp->cur_path);
+			address_req(ctx, qp, &ctx->txpkts[n], qp->cur_path);
 			n++;
 		}
 		nreq_end = n;

@@ -817,7 +817,9 @@ struct efi_path_counters {
 	uint64_t suspected;		/* times it went silent and was avoided */
 	uint64_t restored;		/* times it answered again and was re-admitted */
 	uint32_t active;		/* 1: in use, 0: suspected */
-	uint32_t reserved;
+	uint32_t peer_lane;		/* the peer's lane its requests go to: 0, or another
+					 * after its probes went unanswered (a new four-tuple
+					 * for the fabric's ECMP hash) */
 };
 
 /* Transport counters since the QP or context was created.  Packets and bytes

@@ -95,11 +95,11 @@ void lossy_print_counters(const char *who, struct efi_qp *qp)
 	/* how each path fared: which were avoided and how often */
 	for (unsigned i = 0; i < c.num_paths && i < EFI_COUNTERS_PATHS; i++)
 		printf("PATH %s qp %u path %u: %s rtt_min_us=%.1f srtt_us=%.1f cwnd=%.2f inflight=%" PRIu64
-		       " retransmissions=%" PRIu64 " suspected=%" PRIu64 " restored=%" PRIu64 "\n",
+		       " retransmissions=%" PRIu64 " suspected=%" PRIu64 " restored=%" PRIu64 " peer_lane=%u\n",
 		       who, qp->qp_num, i, c.paths[i].active ? "active" : "suspect",
 		       c.paths[i].rtt_min_ns / 1e3, c.paths[i].rtt_smoothed_ns / 1e3,
 		       c.paths[i].cwnd_milli / 1e3, c.paths[i].inflight, c.paths[i].retransmissions,
-		       c.paths[i].suspected, c.paths[i].restored);
+		       c.paths[i].suspected, c.paths[i].restored, c.paths[i].peer_lane);
 	fflush(stdout);
 }
 
