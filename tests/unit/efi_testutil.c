@@ -242,6 +242,11 @@ void tgid_v4(union efi_gid *g, uint8_t a, uint8_t b, uint8_t c, uint8_t d)
 
 void tpair_open(struct tpair *t, uint32_t link_mtu, const struct tw_fault *fault)
 {
+	tpair_open_lanes(t, link_mtu, fault, 0);
+}
+
+void tpair_open_lanes(struct tpair *t, uint32_t link_mtu, const struct tw_fault *fault, unsigned nlanes)
+{
 	struct efi_wire *w[2];
 	struct efi_ctx_params p[2];
 
@@ -254,6 +259,7 @@ void tpair_open(struct tpair *t, uint32_t link_mtu, const struct tw_fault *fault
 		p[i].port_base = 18515;
 		p[i].qpn_base = (uint32_t)(i + 1) << 12;
 		p[i].ngids = 1;
+		p[i].nlanes = nlanes;
 		tgid_v4(&p[i].gids[0], 10, 0, 0, (uint8_t)(i + 1));
 	}
 	tw_pair_create(&w[0], &w[1], &p[0].gids[0], &p[1].gids[0], fault);

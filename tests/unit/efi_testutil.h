@@ -39,6 +39,9 @@ struct tpair {
 /* Contexts 0 (GID ::ffff:10.0.0.1, QPNs 0x1000…) and 1 (::ffff:10.0.0.2,
  * QPNs 0x2000…) over an in-memory wire with link MTU link_mtu. */
 void tpair_open(struct tpair *t, uint32_t link_mtu, const struct tw_fault *fault);
+/* The same with nlanes lanes (QPs have that many paths; the in-memory wire
+ * carries them all alike, responses echo the path of their request). */
+void tpair_open_lanes(struct tpair *t, uint32_t link_mtu, const struct tw_fault *fault, unsigned nlanes);
 /* Creates one QP per side (caps from cap, sq_sig_all) and connects them. */
 void tpair_connect(struct tpair *t, const struct efi_qp_cap *cap, int sq_sig_all,
 		   uint8_t rnr_retry, uint8_t min_rnr_timer, uint8_t timeout, uint8_t retry_cnt);
