@@ -76,11 +76,16 @@ static inline uint32_t efi_lane_port(uint32_t port_base, unsigned lane, uint32_t
 /* Response packets one Read request asks for at most (a longer Read is
  * split into several requests). */
 #define EFI_READ_CHUNK		64u
-/* How far ahead of the one expected a Read response is placed at once
- * (a power of two, a multiple of 64); one this far ahead or more says the
- * expected one was lost: it is asked for again. */
-#define EFI_RD_EARLY		256u
+/* Read responses placed ahead of the one expected: a bitmap of this many
+ * PSNs from snd_una (read_resp.c), the whole send window and a chunk
+ * beyond it, so any response asked for can be placed. */
+#define EFI_RD_EARLY		2048u
+/* A Read response this far ahead of the one expected says that one was
+ * lost: it is asked for again. */
 #define EFI_RD_GAP_RESEND	16u
+/* The same from a response on another path than the gap's request: lanes
+ * reorder by a receive batch or so, this is four of them. */
+#define EFI_RD_GAP_OTHER_PATH	256u
 /* Per-PSN send records kept (a power of two ≥ EFI_SEND_WINDOW_WIDE). */
 #define EFI_TXREC_SLOTS		2048u
 /* Entries of a responder's output queue (ACKs, NAKs, Read responses, atomic
@@ -358,6 +363,8 @@ struct efi_swqe {
 	uint32_t first_psn, npkts;	/* valid once started */
 	uint32_t read_done;		/* Read: bytes received so far */
 	bool resp_done;			/* Read/atomic: answered in full before reaching the head */
+	uint32_t rd_high;		/* Read: one past the furthest response placed, in packets */
+	uint32_t rd_gap_asked;		/* Read: the response (packet index + 1) asked for again, 0: none */
 	enum efi_wc_status status;	/* a local error found at post time */
 	bool local_error;
 	uint8_t rnr_tries;
@@ -454,8 +461,6 @@ struct efi_qp_int {
 	bool peer_alive;		/* a response arrived since the timer started */
 	bool rnr_wait;
 	uint64_t rnr_until_ns;
-	uint32_t gap_nak_psn;		/* requester: Read response gap handled for */
-	bool gap_nak_valid;
 	/* requester: the highest PSN a plain ACK acknowledged while a Read or
 	 * atomic whose response went missing held snd_una back; applied once
 	 * that response arrives (the responder never goes back on an ACK) */
@@ -463,14 +468,10 @@ struct efi_qp_int {
 	bool ack_high_valid;
 	uint32_t implied_nak_psn;	/* the Read/atomic (first PSN) asked for again */
 	bool implied_nak_valid;
-	/* requester: Read responses that came ahead of the one expected
-	 * (over lanes, a chunk's first responses overtake the last of the one
-	 * before) are placed at once and remembered here, for one Read at a
-	 * time: bit psn % EFI_RD_EARLY of the Read whose first PSN is
-	 * rd_early_first, for PSNs within EFI_RD_EARLY of the one expected. */
-	bool rd_early_valid;
-	uint32_t rd_early_first;
-	uint64_t rd_early[EFI_RD_EARLY / 64];
+	/* requester: Read responses placed ahead of the one expected, bit
+	 * psn % EFI_RD_EARLY, for every outstanding Read; NULL while none is
+	 * (read_resp.c) */
+	uint64_t *rd_early;
 	struct efi_txrec *txrec;
 	/* selective retransmission, congestion control, paths (retx.c) */
 	struct efi_path paths[EFI_MAX_PATHS];
@@ -561,6 +562,7 @@ struct efi_qp_mem {
 	size_t txrec_reserved;		/* the send records' mapping */
 	size_t txrec_resident;		/* of which in memory (mincore) */
 	size_t reorder;			/* the reorder buffer's slot table and packets */
+	size_t read_early;		/* the bitmap of Read responses placed early */
 	size_t ctx_reorder;		/* every reorder buffer of the context */
 };
 void efi_qp_mem(const struct efi_qp *qp, struct efi_qp_mem *m);
@@ -653,6 +655,23 @@ bool efi_req_peer_dead(const struct efi_qp_int *qp, uint64_t now);
  * wp->payload (sent from the application's memory, no copy).  Returns the
  * datagram's length (0: nothing to send) and the PSN after it in *next. */
 size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, struct efi_wire_pkt *wp, uint32_t *next, uint64_t now);
+/* Read responses ahead of the one expected (read_resp.c, ctx->lock held).
+ * efi_rd_ahead: response pkt of Read or atomic w is ahead of expect, the
+ * one w waits for; places it if it can and asks again for the gap when it
+ * is far enough behind; returns whether it was placed (else the caller
+ * drops it).  efi_rd_drain: after response p of w was taken in order,
+ * takes the placed ones that follow; returns the PSN of the last one taken.
+ * efi_rd_placed: whether response psn was placed.  efi_rd_chunk_limit: the
+ * responses a request of w from packet k should ask for, at most chunk:
+ * none that is placed already.  efi_rd_resp_len: the bytes response psn of
+ * w carries.  efi_rd_early_free: forgets every placed response (flush,
+ * reset, destroy, or no Read outstanding). */
+bool efi_rd_ahead(struct efi_qp_int *qp, struct efi_swqe *w, const struct efi_pkt *pkt, uint32_t expect);
+uint32_t efi_rd_drain(struct efi_qp_int *qp, struct efi_swqe *w, uint32_t p);
+bool efi_rd_placed(const struct efi_qp_int *qp, uint32_t psn);
+uint32_t efi_rd_chunk_limit(const struct efi_qp_int *qp, const struct efi_swqe *w, uint32_t k, uint32_t chunk);
+uint32_t efi_rd_resp_len(const struct efi_qp_int *qp, const struct efi_swqe *w, uint32_t psn);
+void efi_rd_early_free(struct efi_qp_int *qp);
 /* PSNs qp may keep outstanding (EFI_SEND_WINDOW, or _WIDE once the
  * peer said it holds that many). */
 static inline uint32_t efi_send_window(const struct efi_qp_int *qp)

@@ -214,6 +214,7 @@ static void qp_flush(struct efi_qp_int *qp)
 	/* not freed here: the responder may be inside a held packet when it
 	 * fails the QP; reset and destroy free it */
 	efi_reorder_clear(&qp->reorder);
+	efi_rd_early_free(qp);
 	efi_retx_flush(qp);
 }
 
@@ -257,7 +258,7 @@ static void qp_reset(struct efi_qp_int *qp)
 	qp->peer_wide = false;
 	qp->ack_hold_ns = 0;
 	qp->ack_hold_pending = false;
-	qp->gap_nak_valid = false;
+	efi_rd_early_free(qp);
 	qp->pkts_since_ackreq = 0;
 	qp->msn = 0;
 	qp->conn_key = 0;
@@ -593,6 +594,7 @@ void efi_qp_mem(const struct efi_qp *pub, struct efi_qp_mem *m)
 			m->txrec_resident += vec[i] & 1 ? (size_t)page : 0;
 	pthread_mutex_lock(&qp->ctx->lock);
 	m->reorder = efi_reorder_bytes(&qp->reorder);
+	m->read_early = qp->rd_early ? EFI_RD_EARLY / 8 : 0;
 	m->ctx_reorder = qp->ctx->reorder_bytes;
 	pthread_mutex_unlock(&qp->ctx->lock);
 }

@@ -2,7 +2,7 @@
 /*
  * The requester side of the RC transport: starting WQEs (PSN assignment),
  * segmentation into request packets, acknowledgement processing, Read
- * response placement, atomic results, go-back-N retransmission on timeout or
+ * response placement (ahead of order: read_resp.c), atomic results, go-back-N retransmission on timeout or
  * NAK, RNR waits.  Everything here runs with ctx->lock held.
  *
  * PSN state: snd_una (oldest unacknowledged), snd_nxt (next to (re)send),
@@ -70,10 +70,8 @@ static void pop_head(struct efi_qp_int *qp, enum efi_wc_status st)
 
 	if (qp->sq_head == qp->sq_started)
 		return;
-	if (wqe_is_rd(w) && qp->rd_outstanding)
-		qp->rd_outstanding--;
-	if (qp->rd_early_valid && qp->rd_early_first == w->first_psn)
-		qp->rd_early_valid = false;
+	if (wqe_is_rd(w) && qp->rd_outstanding && !--qp->rd_outstanding)
+		efi_rd_early_free(qp);	/* every Read took its placed responses */
 	qp->sq_head = (qp->sq_head + 1) & qp->sq_mask;
 	efi_complete_send(qp, w, st);
 }
@@ -91,7 +89,6 @@ static void progress_made(struct efi_qp_int *qp, uint64_t now)
 	qp->retries = 0;
 	qp->stalls = 0;
 	qp->timer_start_ns = now;
-	qp->gap_nak_valid = false;
 }
 
 static uint32_t wqe_last_psn(const struct efi_swqe *w)
@@ -188,62 +185,6 @@ static void ack_upto(struct efi_qp_int *qp, uint32_t a, uint64_t now)
 	}
 }
 
-/* Bytes the Read response psn of w carries: a full segment, but the last. */
-static uint32_t rd_resp_len(const struct efi_qp_int *qp, const struct efi_swqe *w, uint32_t psn)
-{
-	uint64_t off = (uint64_t)efi_psn_diff(psn, w->first_psn) * qp->seg;
-	return w->length - off < qp->seg ? (uint32_t)(w->length - off) : qp->seg;
-}
-
-static bool rd_early_has(const struct efi_qp_int *qp, const struct efi_swqe *w, uint32_t psn)
-{
-	unsigned b = psn % EFI_RD_EARLY;
-	return qp->rd_early_valid && qp->rd_early_first == w->first_psn &&
-	       (qp->rd_early[b / 64] >> (b % 64) & 1);
-}
-
-/* A Read response ahead of the one expected (expect < p < expect +
- * EFI_RD_EARLY, of w): checked as an in-order one would be, placed at its
- * offset, remembered.  False if it cannot be (another Read holds the early
- * set, or it is malformed): the caller drops it. */
-static bool rd_take_early(struct efi_qp_int *qp, struct efi_swqe *w, const struct efi_pkt *pkt)
-{
-	uint32_t p = pkt->psn;
-	unsigned b = p % EFI_RD_EARLY;
-
-	if (qp->rd_early_valid && qp->rd_early_first != w->first_psn)
-		return false;
-	if (efi_psn_after(p, wqe_last_psn(w)) || pkt->payload_len != rd_resp_len(qp, w, p) ||
-	    ((pkt->flags & EFI_PKT_F_LAST) != 0) != (p == wqe_last_psn(w)))
-		return false;
-	if (!qp->rd_early_valid) {
-		memset(qp->rd_early, 0, sizeof(qp->rd_early));
-		qp->rd_early_valid = true;
-		qp->rd_early_first = w->first_psn;
-	}
-	efi_sge_copy_in(w->sge, w->num_sge, (uint32_t)efi_psn_diff(p, w->first_psn) * qp->seg,
-			pkt->payload, (uint32_t)pkt->payload_len);
-	qp->rd_early[b / 64] |= UINT64_C(1) << (b % 64);
-	return true;
-}
-
-/* After the expected response of w was taken: takes the early ones that
- * now follow it.  Returns the PSN of the last response taken. */
-static uint32_t rd_drain_early(struct efi_qp_int *qp, struct efi_swqe *w, uint32_t p)
-{
-	while (!w->resp_done) {
-		uint32_t next = efi_psn_add(p, 1);
-		unsigned b = next % EFI_RD_EARLY;
-		if (!rd_early_has(qp, w, next))
-			break;
-		qp->rd_early[b / 64] &= ~(UINT64_C(1) << (b % 64));
-		w->read_done += rd_resp_len(qp, w, next);
-		w->resp_done = next == wqe_last_psn(w);
-		p = next;
-	}
-	return p;
-}
-
 /* Handles a response packet (ACK, NAK, Read response, atomic ACK). */
 static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, uint64_t now)
 {
@@ -334,28 +275,11 @@ static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, ui
 	head = qp->sq_head == idx;
 	expect = rd_expected(qp, w);
 	if (w->resp_done || p != expect) {
-		bool ahead = !w->resp_done && efi_psn_after(p, expect);
-		int32_t dist = efi_psn_diff(p, expect);
-
-		/* A response ahead of the one expected: lanes reorder, so it is
-		 * placed now and the gap waits for its response; far enough
-		 * ahead, the expected one was lost: ask again from there, once
-		 * per gap. */
-		bool taken = false;
-
-		if (ahead && w->opcode == EFI_WR_RDMA_READ && dist < (int32_t)EFI_RD_EARLY &&
-		    !rd_early_has(qp, w, p) && rd_take_early(qp, w, pkt)) {
-			/* The scoreboard is left alone: the request of the
-			 * gap may be the very one to send again. */
-			taken = true;
-		}
-		if (ahead && (w->opcode != EFI_WR_RDMA_READ || dist >= (int32_t)EFI_RD_GAP_RESEND) &&
-		    !(qp->gap_nak_valid && qp->gap_nak_psn == expect)) {
-			qp->gap_nak_valid = true;
-			qp->gap_nak_psn = expect;
-			efi_retx_resend(qp, expect);
-		}
-		if (!taken)
+		/* Ahead of the one expected: lanes reorder, so it is placed
+		 * now and the gap waits for its response; far enough ahead,
+		 * the gap is asked for again (read_resp.c).  Behind it: a
+		 * copy of one taken. */
+		if (w->resp_done || !efi_psn_after(p, expect) || !efi_rd_ahead(qp, w, pkt, expect))
 			efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
 		return;
 	}
@@ -379,7 +303,7 @@ static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, ui
 		efi_sge_copy_in(w->sge, w->num_sge, w->read_done, pkt->payload, (uint32_t)pkt->payload_len);
 		w->read_done += (uint32_t)pkt->payload_len;
 		w->resp_done = last;
-		p = rd_drain_early(qp, w, p);
+		p = efi_rd_drain(qp, w, p);
 	}
 	if (!head) {
 		/* Its request arrived: RACK must not send it again. */
@@ -597,6 +521,8 @@ bool efi_req_can_send(struct efi_qp_int *qp, uint64_t now)
 	w->npkts = w->opcode == EFI_WR_RDMA_READ || !wqe_is_rd(w) ? efi_pkt_count(w->length, qp->seg) : 1;
 	w->read_done = 0;
 	w->resp_done = false;
+	w->rd_high = 0;
+	w->rd_gap_asked = 0;
 	if (wqe_is_rd(w))
 		qp->rd_outstanding++;
 	qp->snd_max = efi_psn_add(qp->snd_max, w->npkts);
@@ -673,9 +599,14 @@ bool efi_req_next(struct efi_qp_int *qp, uint64_t now, uint32_t *psn)
 		return true;
 	}
 	/* Going on in sequence after going back: what the responder holds
-	 * is not sent again. */
+	 * is not sent again, nor asked for when its Read response is here
+	 * (placed early: a request from the gap before it stopped there). */
 	while (qp->snd_nxt != qp->snd_max) {
 		const struct efi_txrec *r = &qp->txrec[qp->snd_nxt & (EFI_TXREC_SLOTS - 1)];
+		if (efi_rd_placed(qp, qp->snd_nxt)) {
+			qp->snd_nxt = efi_psn_add(qp->snd_nxt, 1);
+			continue;
+		}
 		if (r->psn != qp->snd_nxt || !r->tx_ns || r->state != EFI_TX_SACKED)
 			break;
 		qp->snd_nxt = efi_psn_add(qp->snd_nxt, r->npsn ? r->npsn : 1);
@@ -735,7 +666,8 @@ size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, struct efi_wire_pkt *w
 		 * the middle of one never asks past that chunk's end, which
 		 * the responder may not have accepted yet. */
 		uint32_t end = (k / EFI_READ_CHUNK + 1) * EFI_READ_CHUNK;
-		uint32_t chunk = (end < w->npkts ? end : w->npkts) - k;
+		/* Asked again from a gap: not for responses placed already. */
+		uint32_t chunk = efi_rd_chunk_limit(qp, w, k, (end < w->npkts ? end : w->npkts) - k);
 		uint64_t off = (uint64_t)k * qp->seg;
 		h.opcode = EFI_OP_READ_REQUEST;
 		h.reth.va = w->remote_addr + off;

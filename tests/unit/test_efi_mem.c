@@ -46,7 +46,7 @@ static const struct efi_qp_cap big_cap = {
 static size_t held(const struct efi_qp *qp, struct efi_qp_mem *m)
 {
 	efi_qp_mem(qp, m);
-	return m->qp_struct + m->txrec_resident + m->reorder;
+	return m->qp_struct + m->txrec_resident + m->reorder + m->read_early;
 }
 
 static size_t heap_now(void)
