@@ -7,7 +7,8 @@
  * posted, rkey/bounds/access checks before any byte of target memory is
  * touched, placement of Sends into receive SGEs and of Writes into MRs, and
  * the output queue of responses (ACKs, Read responses, atomic ACKs) that the
- * transmit path drains in PSN order.  Everything runs with ctx->lock held.
+ * transmit path drains in PSN order (but for Read responses sent again,
+ * which go first).  Everything runs with ctx->lock held.
  */
 #include <errno.h>
 #include <string.h>
@@ -29,6 +30,20 @@ static struct efi_respq_ent *respq_add(struct efi_qp_int *qp)
 		return NULL;
 	e = &qp->respq[(qp->respq_head + qp->respq_count) % EFI_RESPQ_SLOTS];
 	qp->respq_count++;
+	memset(e, 0, sizeof(*e));
+	return e;
+}
+
+/* An entry that goes out before everything queued (a Read replay). */
+static struct efi_respq_ent *respq_push_front(struct efi_qp_int *qp)
+{
+	struct efi_respq_ent *e;
+
+	if (qp->respq_count == EFI_RESPQ_SLOTS)
+		return NULL;
+	qp->respq_head = (qp->respq_head + EFI_RESPQ_SLOTS - 1) % EFI_RESPQ_SLOTS;
+	qp->respq_count++;
+	e = &qp->respq[qp->respq_head];
 	memset(e, 0, sizeof(*e));
 	return e;
 }
@@ -250,25 +265,35 @@ static void handle_write(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 	}
 }
 
-/* Queues a Read's responses from PSN psn (a new or a duplicate request). */
-static bool queue_read(struct efi_qp_int *qp, const struct efi_pkt *pkt)
+/* Queues len bytes of the responses of Read request pkt from its packet
+ * skip on: behind everything queued, or before it (front: a replay of
+ * responses that left already). */
+static bool queue_read_at(struct efi_qp_int *qp, const struct efi_pkt *pkt, uint32_t skip, uint32_t len,
+			  bool front)
 {
 	struct efi_respq_ent *e;
-	uint32_t len = pkt->reth.dma_len;
+	uint64_t va = pkt->reth.va + (uint64_t)skip * qp->seg;
 
 	if (len && (!(qp->attr.qp_access_flags & EFI_ACCESS_REMOTE_READ) ||
-		    !efi_mr_check(qp->ctx, pkt->reth.rkey, qp->pub.pd, pkt->reth.va, len,
-				  EFI_ACCESS_REMOTE_READ)))
+		    !efi_mr_check(qp->ctx, pkt->reth.rkey, qp->pub.pd, va, len, EFI_ACCESS_REMOTE_READ)))
 		return false;
-	e = respq_add(qp);
+	e = front ? respq_push_front(qp) : respq_add(qp);
+	if (!e)
+		return false;
 	e->kind = RESPQ_READ;
-	e->first_psn = e->psn = pkt->psn;
-	e->src = (uint8_t *)(uintptr_t)pkt->reth.va;
+	e->first_psn = e->psn = efi_psn_add(pkt->psn, skip);
+	e->src = (uint8_t *)(uintptr_t)va;
 	e->left = e->total = len;
 	e->ts_echo = pkt->tx_ts;
 	e->path = pkt->path;
 	e->msn = qp->msn;
 	return true;
+}
+
+/* Queues the responses of a new Read request. */
+static bool queue_read(struct efi_qp_int *qp, const struct efi_pkt *pkt)
+{
+	return queue_read_at(qp, pkt, 0, pkt->reth.dma_len, false);
 }
 
 static void queue_atomic(struct efi_qp_int *qp, const struct efi_pkt *pkt, uint64_t orig)
@@ -283,22 +308,40 @@ static void queue_atomic(struct efi_qp_int *qp, const struct efi_pkt *pkt, uint6
 	e->msn = qp->msn;
 }
 
-/* Whether a queued Read will send all of [psn, psn + n) and has not
- * sent any of it yet. */
-static bool read_still_queued(const struct efi_qp_int *qp, uint32_t psn, uint32_t n)
+/* The part of responses [psn, psn + n) to send again: from the first that
+ * left already (is in no queued Read's unsent range) up to the next that is
+ * still queued.  Returns how many (0: every one is still queued), the
+ * first in *from. */
+static uint32_t replay_range(const struct efi_qp_int *qp, uint32_t psn, uint32_t n, uint32_t *from)
 {
+	uint32_t p = psn, end = efi_psn_add(psn, n), q;
+	bool moved = true;
+
+	while (moved && efi_psn_before(p, end)) {
+		moved = false;
+		for (uint32_t i = 0; i < qp->respq_count; i++) {
+			const struct efi_respq_ent *e = &qp->respq[(qp->respq_head + i) % EFI_RESPQ_SLOTS];
+			uint32_t stop;
+
+			if (e->kind != RESPQ_READ)
+				continue;
+			stop = efi_psn_add(e->first_psn, efi_pkt_count(e->total, qp->seg));
+			if (!efi_psn_before(p, e->psn) && efi_psn_before(p, stop)) {
+				p = stop;
+				moved = true;
+			}
+		}
+	}
+	if (!efi_psn_before(p, end))
+		return 0;
+	q = end;
 	for (uint32_t i = 0; i < qp->respq_count; i++) {
 		const struct efi_respq_ent *e = &qp->respq[(qp->respq_head + i) % EFI_RESPQ_SLOTS];
-		uint32_t count;
-
-		if (e->kind != RESPQ_READ || efi_psn_before(psn, e->first_psn))
-			continue;
-		count = efi_pkt_count(e->total, qp->seg);
-		if (!efi_psn_after(e->psn, psn) &&
-		    efi_psn_diff(efi_psn_add(psn, n), efi_psn_add(e->first_psn, count)) <= 0)
-			return true;
+		if (e->kind == RESPQ_READ && efi_psn_after(e->psn, p) && efi_psn_before(e->psn, q))
+			q = e->psn;
 	}
-	return false;
+	*from = p;
+	return (uint32_t)efi_psn_diff(q, p);
 }
 
 /* A duplicate request (PSN before rcv_psn). */
@@ -313,38 +356,22 @@ static void handle_duplicate(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 			efi_count_drop(&qp->cnt, EFI_DROP_OUT_OF_WINDOW);
 			return;
 		}
-		/* Every response it asks for is still queued, none sent yet
-		 * (a probe or a timeout of a requester whose Read waited
-		 * behind others in this queue, or behind a stall of this
-		 * process): they are on their way; a replay would send them
-		 * twice and drop the Reads queued behind. */
-		if (read_still_queued(qp, pkt->psn, n))
-			return;
-		/* The requester went back to this Read: drop responses queued
-		 * after it (it asks for them again), then replay from memory. */
-		bool dropped = false;
-		while (qp->respq_count) {
-			struct efi_respq_ent *t = respq_tail(qp);
-			uint32_t start = t->kind == RESPQ_READ ? t->first_psn : t->psn;
-			if (efi_psn_before(start, pkt->psn))
-				break;
-			qp->respq_count--;
-			dropped = true;
+		/* Asked for again: a response lost (a gap the requester saw
+		 * with later ones placed), a probe or a timeout.  What is
+		 * still queued leaves anyway, once: only what left already is
+		 * sent again, and first, since the requester waits for it
+		 * with the rest held behind.  The Reads queued after it stay
+		 * (dropping them, as the going-back requester of old needed,
+		 * made a requester that asks for its gaps alone lose every
+		 * Read behind the gap, and find out only by timeout or when
+		 * each in turn became its oldest). */
+		uint32_t from, m = replay_range(qp, pkt->psn, n, &from);
+		if (m && rd_room(qp)) {
+			uint32_t skip = (uint32_t)efi_psn_diff(from, pkt->psn);
+			uint64_t left = pkt->reth.dma_len - (uint64_t)skip * qp->seg;
+			uint64_t len = (uint64_t)m * qp->seg < left ? (uint64_t)m * qp->seg : left;
+			queue_read_at(qp, pkt, skip, (uint32_t)len, true);
 		}
-		/* A Read already sending past that PSN stops: the new entry
-		 * sends the rest, so the requester is not kept waiting behind
-		 * responses it has to drop. */
-		struct efi_respq_ent *t = respq_tail(qp);
-		if (t && t->kind == RESPQ_READ && !efi_psn_before(t->psn, pkt->psn))
-			qp->respq_count--;
-		if (rd_room(qp))
-			queue_read(qp, pkt);
-		/* The requester sends again only what it misses: what was
-		 * dropped above is acknowledged once more after the replay
-		 * (a Read or atomic the ACK passes is asked for again). */
-		if (dropped)
-			efi_resp_enqueue_ack(qp, EFI_AETH_ACK | EFI_AETH_CREDITS_NONE,
-					     efi_psn_add(qp->rcv_psn, EFI_PSN_MASK), pkt->tx_ts, pkt->path);
 		return;
 	}
 	if (pkt->opcode == EFI_OP_CMP_SWP || pkt->opcode == EFI_OP_FETCH_ADD) {
