@@ -194,6 +194,8 @@ static void rig_finish(struct rig *g, bool answer)
 	}
 	n = tpoll(g->t.cq[0], wc, (int)g->nreads, 10000);
 	if (n != (int)g->nreads || wc[0].status != EFI_WC_SUCCESS) {
+		/* a Read that failed (RETRY_EXC: a response it dropped was
+		 * never sent again): what the QP dropped, and why */
 		struct efi_counters c;
 		ck_assert_int_eq(efi_query_qp_counters(g->t.qp[0], &c), 0);
 		for (unsigned i = 0; i < EFI_DROP_REASON_COUNT; i++)
