@@ -94,8 +94,14 @@ static inline uint32_t efi_lane_port(uint32_t port_base, unsigned lane, uint32_t
 #define EFI_ATOMIC_CACHE	EFI_MAX_RD_ATOMIC
 /* Datagrams per sendmmsg/recvmmsg batch. */
 #define EFI_BATCH		64u
-#define EFI_PKTBUF_SIZE		(4096u + 256u)
+/* A send buffer holds one request packet: headers and, for a packet that
+ * spans SGEs, its payload of up to EFI_MAX_SEG bytes (EFI_BATCH of them per
+ * context, none per QP). */
+#define EFI_PKTBUF_SIZE		(EFI_MAX_SEG + 256u)
+/* A receive buffer holds the largest datagram a peer sends (its segment is
+ * at most EFI_MAX_SEG as well) */
 #define EFI_RXBUF_SIZE		9216u
+_Static_assert(EFI_RXBUF_SIZE >= EFI_PKTBUF_SIZE, "a peer's largest packet must fit a receive buffer");
 /* The requester asks for an ACK at least every this many packets. */
 #define EFI_ACKREQ_EVERY	16u
 /* Floor of the verbs timeout (verbs' timeout can be 4 µs). */
@@ -152,9 +158,6 @@ static inline enum efi_mtu efi_active_mtu(uint32_t link_mtu)
 	return (enum efi_mtu)m;
 }
 
-/* The largest segment a QP uses: what the packet buffers (EFI_PKTBUF_SIZE,
- * the reorder buffer's EFI_REORDER_PKT_MAX) hold with headers. */
-#define EFI_MAX_SEG		4096u
 
 /* Payload bytes per packet of a QP with this path_mtu on a link of
  * link_mtu bytes (ipv6: the peer's address family).  A path_mtu below the

@@ -32,6 +32,20 @@
  * base + RETH + ImmDt); segmentation sizes payloads so that every packet of a
  * message fits the link MTU with it. */
 #define EFI_MAX_DATA_HDR_LEN	(EFI_BASE_HDR_LEN + EFI_RETH_LEN + EFI_IMMDT_LEN)
+/* The largest segment libefi sends (efi_qp_seg): what a 9000-byte link
+ * carries over IPv4 (8924 bytes; 8904 over IPv6), so that jumbo frames are
+ * filled.  The sender's CPU per packet is what limits one QP (sendmmsg, the
+ * kernel's per-packet path), so fewer, larger packets are bandwidth: 4096,
+ * the verbs enum's largest, left half of a jumbo frame unused.  Every
+ * buffer that holds a packet (EFI_PKTBUF_SIZE, EFI_RXBUF_SIZE, the reorder
+ * buffer's EFI_REORDER_PKT_MAX) holds one this large with its headers. */
+#define EFI_JUMBO_MTU		9000u
+#define EFI_MAX_SEG		(EFI_JUMBO_MTU - 20u - 8u - EFI_MAX_DATA_HDR_LEN)
+/* More than the headers of any packet together: what a buffer needs that
+ * holds headers only (a response's: its payload leaves from memory). */
+#define EFI_MAX_HDR_LEN		(EFI_BASE_HDR_LEN + EFI_RETH_LEN + EFI_ATOMIC_ETH_LEN + EFI_IMMDT_LEN + \
+				 EFI_AETH_LEN + EFI_TSE_LEN + EFI_SACK_LEN + EFI_ATOMIC_ACK_ETH_LEN + \
+				 EFI_PACK_LEN + EFI_DETH_LEN)
 
 /* The largest datagram the parser accepts: the largest UDP payload over IPv4.
  * Anything longer cannot have come off a UDP socket intact. */

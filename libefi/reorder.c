@@ -6,17 +6,30 @@
 
 #include "reorder.h"
 
+/* A packet buffer: its capacity, then the datagram. */
+struct rbuf {
+	uint32_t cap;
+	uint8_t data[];
+};
+
 /* Allocated at the first early packet, freed when calm (reorder.h). */
 struct efi_reorder_mem {
-	uint8_t *pkt[EFI_REORDER_SLOTS];	/* a buffer of EFI_REORDER_PKT_MAX, or NULL */
+	struct rbuf *pkt[EFI_REORDER_SLOTS];	/* a buffer, or NULL */
 	uint16_t len[EFI_REORDER_SLOTS];
 	uint32_t psn[EFI_REORDER_SLOTS];	/* which PSN a slot holds: a slot is reused
 						 * every EFI_REORDER_SLOTS PSNs, and a copy
 						 * left behind must never pass for a later one */
 	uint64_t bits[EFI_REORDER_SLOTS / 64];	/* by psn % EFI_REORDER_SLOTS */
-	uint8_t *spare[EFI_REORDER_SLOTS];	/* buffers given back, to be taken again */
+	struct rbuf *spare[EFI_REORDER_SLOTS];	/* buffers given back, to be taken again */
 	unsigned nspare;
+	uint32_t want;				/* the largest datagram held since allocated */
 };
+
+/* The bytes a buffer of capacity cap takes (what the budget counts). */
+static size_t rbuf_size(uint32_t cap)
+{
+	return sizeof(struct rbuf) + cap;
+}
 
 static unsigned slot(uint32_t psn)
 {
@@ -49,7 +62,7 @@ static void credit(struct efi_reorder *r, size_t n)
 /* Slot s gives its buffer to the spare list. */
 static void slot_release(struct efi_reorder_mem *m, unsigned s)
 {
-	uint8_t *b = m->pkt[s];
+	struct rbuf *b = m->pkt[s];
 
 	m->bits[s / 64] &= ~(UINT64_C(1) << (s % 64));
 	if (!b)
@@ -86,21 +99,34 @@ int efi_reorder_store(struct efi_reorder *r, uint32_t base, uint32_t psn, const 
 		}
 	}
 	m = r->m;
+	if (!m->pkt[s] && m->nspare)
+		m->pkt[s] = m->spare[--m->nspare];
 	/* A slot still holding an older PSN (a copy of a packet that was
-	 * taken in order from another arrival) is simply overwritten. */
-	if (!m->pkt[s]) {
-		if (m->nspare) {
-			m->pkt[s] = m->spare[--m->nspare];
-		} else {
-			if (!charge(r, EFI_REORDER_PKT_MAX))
-				return ENOMEM;
-			if (!(m->pkt[s] = malloc(EFI_REORDER_PKT_MAX))) {
-				credit(r, EFI_REORDER_PKT_MAX);
-				return ENOMEM;
-			}
-		}
+	 * taken in order from another arrival) is simply overwritten, if its
+	 * buffer is large enough. */
+	if (m->pkt[s] && m->pkt[s]->cap < len) {
+		credit(r, rbuf_size(m->pkt[s]->cap));
+		free(m->pkt[s]);
+		m->pkt[s] = NULL;
 	}
-	memcpy(m->pkt[s], data, len);
+	if (!m->pkt[s]) {
+		/* as large as the largest held lately, so that a short LAST
+		 * packet's buffer does not have to be replaced for the next
+		 * full one; rounded to the allocator's granule */
+		uint32_t cap;
+
+		if (m->want < len)
+			m->want = (uint32_t)len;
+		cap = (m->want + 63u) & ~63u;
+		if (!charge(r, rbuf_size(cap)))
+			return ENOMEM;
+		if (!(m->pkt[s] = malloc(rbuf_size(cap)))) {
+			credit(r, rbuf_size(cap));
+			return ENOMEM;
+		}
+		m->pkt[s]->cap = cap;
+	}
+	memcpy(m->pkt[s]->data, data, len);
 	m->len[s] = (uint16_t)len;
 	m->psn[s] = psn;
 	if (!slot_used(m, s)) {
@@ -117,7 +143,7 @@ const uint8_t *efi_reorder_get(const struct efi_reorder *r, uint32_t psn, size_t
 	if (!efi_reorder_has(r, psn))
 		return NULL;
 	*len = r->m->len[s];
-	return r->m->pkt[s];
+	return r->m->pkt[s]->data;
 }
 
 void efi_reorder_remove(struct efi_reorder *r, uint32_t psn)
@@ -171,8 +197,10 @@ void efi_reorder_free(struct efi_reorder *r)
 	if (m) {
 		efi_reorder_clear(r);
 		while (m->nspare) {
-			free(m->spare[--m->nspare]);
-			credit(r, EFI_REORDER_PKT_MAX);
+			struct rbuf *b = m->spare[--m->nspare];
+
+			credit(r, rbuf_size(b->cap));
+			free(b);
 		}
 		free(m);
 		credit(r, sizeof(*m));

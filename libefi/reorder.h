@@ -39,12 +39,16 @@
  * bandwidth-delay product of 1.4 MiB at 1424-byte segments; what is held
  * beyond the SACK block's reach is reported once the expected PSN moves. */
 #define EFI_REORDER_SLOTS	EFI_REORDER_WIDE
-/* The largest datagram it keeps (a data packet of path MTU 4096). */
-#define EFI_REORDER_PKT_MAX	(4096u + 256u)
+/* The largest datagram it keeps (a data packet of segment EFI_MAX_SEG and
+ * its headers).  Each packet held takes a buffer of its own size (rounded
+ * up, at least the largest it held lately), not of this one: a 1500-byte
+ * link's packets do not take 9 KiB each. */
+#define EFI_REORDER_PKT_MAX	(EFI_MAX_SEG + 256u)
 
 /* Empty-buffer PSNs in order before the memory goes back (the hysteresis). */
 #define EFI_REORDER_CALM	(4u * EFI_REORDER_SLOTS)
-/* What the reorder buffers of one context may hold together. */
+/* What the reorder buffers of one context may hold together, in bytes
+ * allocated (packet buffers as large as they are, and slot tables). */
 #define EFI_REORDER_CTX_MAX	((size_t)64 << 20)
 
 struct efi_reorder_mem;			/* slot table and packet buffers (reorder.c) */

@@ -595,7 +595,8 @@ size_t efi_resp_build(struct efi_qp_int *qp, struct efi_respq_ent *e, struct efi
 		break;
 	}
 	}
-	hl = efi_pkt_build_hdr(buf, EFI_PKTBUF_SIZE, &h);
+	/* headers only: wp->buf may be a header-sized buffer (xport.c) */
+	hl = efi_pkt_build_hdr(buf, EFI_MAX_HDR_LEN, &h);
 	if (!hl)
 		return 0;
 	wp->len = (uint32_t)hl;

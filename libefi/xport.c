@@ -302,8 +302,10 @@ static void release_hold(struct efi_context_int *ctx, struct efi_qp_int *qp)
 void efi_xport_send_held_ack(struct efi_context_int *ctx, struct efi_qp_int *qp)
 {
 	/* its own buffer: the QP may fail in the middle of a batch being
-	 * built in ctx->txpkts (efi_req_can_send → efi_qp_to_error) */
-	uint8_t buf[EFI_PKTBUF_SIZE];
+	 * built in ctx->txpkts (efi_req_can_send → efi_qp_to_error); an
+	 * ACK's headers only, not a packet buffer (EFI_PKTBUF_SIZE is 9 KiB
+	 * and this runs on the application's stack) */
+	uint8_t buf[EFI_MAX_HDR_LEN];
 	struct efi_wire_pkt wp;
 	const struct efi_respq_ent *e = &qp->respq[qp->respq_head];
 

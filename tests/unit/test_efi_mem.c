@@ -217,7 +217,9 @@ START_TEST(reorder_memory_comes_back)
 	       (unsigned long long)c.fast_retransmits, (unsigned long long)c.retransmissions);
 	row("under loss, after", t.qp[1]);
 	ck_assert_msg(peak > 0, "no packet was ever held: the test did not reorder");
-	ck_assert_uint_le(peak, (size_t)EFI_REORDER_SLOTS * (EFI_REORDER_PKT_MAX + 64) + 8 * KIB);
+	/* buffers of the packets' size (a link of 4096 bytes here), not of
+	 * EFI_REORDER_PKT_MAX */
+	ck_assert_uint_le(peak, (size_t)EFI_REORDER_SLOTS * (4096 + 64) + 24 * KIB);
 
 	/* In order again: one packet at a time cannot overtake another.  The
 	 * buffer stays empty for EFI_REORDER_CALM PSNs and its memory goes. */
@@ -267,15 +269,18 @@ START_TEST(reorder_hysteresis_and_budget)
 	/* a first episode: memory per packet held, all back when it ends */
 	ck_assert_int_eq(efi_reorder_store(&r, base, efi_psn_add(base, 2), pkt, sizeof(pkt)), 0);
 	one = efi_reorder_bytes(&r);
-	ck_assert_uint_gt(one, EFI_REORDER_PKT_MAX);
-	/* one packet buffer and the slot table: 22 bytes per slot (pointer,
-	 * length, PSN, spare), 1024 slots since the window went wide */
-	ck_assert_uint_lt(one, EFI_REORDER_PKT_MAX + EFI_REORDER_SLOTS * 22 + 1 * KIB);
+	ck_assert_uint_gt(one, EFI_REORDER_SLOTS * 22);
+	/* the slot table, 22 bytes per slot (pointer, length, PSN, spare),
+	 * 1024 slots since the window went wide, and one buffer the size of
+	 * the packet: not one of EFI_REORDER_PKT_MAX */
+	ck_assert_uint_lt(one, EFI_REORDER_SLOTS * 22 + 1 * KIB);
 	ck_assert_int_eq(efi_reorder_store(&r, base, efi_psn_add(base, 3), pkt, sizeof(pkt)), 0);
-	ck_assert_uint_eq(efi_reorder_bytes(&r), one + EFI_REORDER_PKT_MAX);
+	size_t per = efi_reorder_bytes(&r) - one;	/* a 64-byte packet's buffer */
+	ck_assert_uint_ge(per, sizeof(pkt));
+	ck_assert_uint_lt(per, sizeof(pkt) + 64);
 	ck_assert_uint_eq(ctx, efi_reorder_bytes(&r));
 	efi_reorder_remove(&r, efi_psn_add(base, 2));
-	ck_assert_uint_eq(efi_reorder_bytes(&r), one + EFI_REORDER_PKT_MAX);	/* a spare now */
+	ck_assert_uint_eq(efi_reorder_bytes(&r), one + per);	/* a spare now */
 	efi_reorder_remove(&r, efi_psn_add(base, 3));
 	ck_assert_uint_eq(efi_reorder_bytes(&r), 0);
 	ck_assert_uint_eq(ctx, 0);
@@ -315,6 +320,75 @@ START_TEST(reorder_hysteresis_and_budget)
 }
 END_TEST
 
+/* Fills a datagram of len bytes with a pattern of seed. */
+static void fill(uint8_t *b, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		b[i] = (uint8_t)(i * 7 + seed);
+}
+
+/* Each packet held takes a buffer of about its own size, so that a 1500-byte
+ * link's packets do not take a jumbo packet's buffer each; a buffer too
+ * small for the packet that comes to reuse it (a spare, or a slot's stale
+ * copy) is replaced, and the budget counts what is allocated. */
+START_TEST(reorder_buffers_fit_packets)
+{
+	static uint8_t big[EFI_REORDER_PKT_MAX], small[1500];
+	struct efi_reorder r;
+	size_t ctx = 0, len, table, b0;
+	const uint8_t *got;
+	uint32_t base = 1000;
+
+	memset(&r, 0, sizeof(r));
+	r.ctx_bytes = &ctx;
+	fill(small, sizeof(small), 1);
+	fill(big, sizeof(big), 2);
+	ck_assert_int_eq(efi_reorder_store(&r, base, base + 1, small, 100), 0);
+	table = efi_reorder_bytes(&r);
+	ck_assert_int_eq(efi_reorder_store(&r, base, base + 2, small, sizeof(small)), 0);
+	b0 = efi_reorder_bytes(&r) - table;	/* a 1500-byte packet's buffer */
+	ck_assert_uint_ge(b0, sizeof(small));
+	ck_assert_uint_lt(b0, sizeof(small) + 128);
+	/* the largest there is: a jumbo link's full segment */
+	ck_assert_int_eq(efi_reorder_store(&r, base, base + 3, big, sizeof(big)), 0);
+	ck_assert_uint_ge(efi_reorder_bytes(&r) - table - b0, sizeof(big));
+	ck_assert_uint_eq(ctx, efi_reorder_bytes(&r));
+	/* each comes back as it went in */
+	got = efi_reorder_get(&r, base + 3, &len);
+	ck_assert_uint_eq(len, sizeof(big));
+	ck_assert_int_eq(memcmp(got, big, len), 0);
+	got = efi_reorder_get(&r, base + 2, &len);
+	ck_assert_uint_eq(len, sizeof(small));
+	ck_assert_int_eq(memcmp(got, small, len), 0);
+
+	/* The 100-byte one's buffer goes spare; a jumbo packet that takes it
+	 * must not overrun it (ASan would say so): it gets a new one. */
+	efi_reorder_remove(&r, base + 1);
+	ck_assert_int_eq(efi_reorder_store(&r, base, base + 4, big, sizeof(big)), 0);
+	got = efi_reorder_get(&r, base + 4, &len);
+	ck_assert_uint_eq(len, sizeof(big));
+	ck_assert_int_eq(memcmp(got, big, len), 0);
+	ck_assert_uint_eq(ctx, efi_reorder_bytes(&r));
+
+	/* A slot's stale copy (its PSN was taken in order from another
+	 * arrival and never removed) is overwritten by the PSN a window
+	 * later; a larger one needs a larger buffer. */
+	base += 3;	/* 1002 (1500 bytes, held) was taken in order */
+	ck_assert(efi_reorder_has(&r, base - 1));
+	ck_assert(!efi_reorder_has(&r, base - 1 + EFI_REORDER_SLOTS));
+	fill(big, sizeof(big), 3);
+	ck_assert_int_eq(efi_reorder_store(&r, base, base - 1 + EFI_REORDER_SLOTS, big, sizeof(big)), 0);
+	got = efi_reorder_get(&r, base - 1 + EFI_REORDER_SLOTS, &len);
+	ck_assert_uint_eq(len, sizeof(big));
+	ck_assert_int_eq(memcmp(got, big, len), 0);
+	ck_assert_uint_eq(ctx, efi_reorder_bytes(&r));
+
+	efi_reorder_free(&r);
+	ck_assert_uint_eq(efi_reorder_bytes(&r), 0);
+	ck_assert_uint_eq(ctx, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("efi_mem");
@@ -324,6 +398,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, reorder_hysteresis_and_budget);
+	tcase_add_test(tc, reorder_buffers_fit_packets);
 	tcase_add_test(tc, idle_qps);
 	tcase_add_test(tc, burst_in_order);
 	tcase_add_loop_test(tc, reorder_memory_comes_back, 0, 2);

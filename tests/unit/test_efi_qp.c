@@ -92,10 +92,24 @@ START_TEST(test_segment_size)
 	ck_assert_uint_eq(efi_qp_seg(1500, false, EFI_MTU_1024, false), 1024);
 	/* GCP's 1460 */
 	ck_assert_uint_eq(efi_qp_seg(1460, false, EFI_MTU_1024, true), 1384);
-	/* jumbo: the packet buffers' limit */
+	/* jumbo: the link filled, not the enum's 4096 (issue 14): 9000 - 20
+	 * - 8 - 48, IPv6 - 40; the active MTU stays a legal enum value */
 	ck_assert_int_eq(efi_active_mtu(9000), EFI_MTU_4096);
-	ck_assert_uint_eq(efi_qp_seg(9000, false, EFI_MTU_4096, true), EFI_MAX_SEG);
+	ck_assert_uint_eq(efi_qp_seg(9000, false, EFI_MTU_4096, true), 8924);
+	ck_assert_uint_eq(efi_qp_seg(9000, true, EFI_MTU_4096, true), 8904);
+	ck_assert_uint_eq(EFI_MAX_SEG, 8924);
+	ck_assert_uint_eq(efi_qp_seg(9000, false, EFI_MTU_4096, false), 4096);
 	ck_assert_uint_eq(efi_qp_seg(9000, false, EFI_MTU_2048, true), 2048);
+	/* AWS's 9001 and larger links: the packet buffers' limit */
+	ck_assert_uint_eq(efi_qp_seg(9001, false, EFI_MTU_4096, true), EFI_MAX_SEG);
+	ck_assert_uint_eq(efi_qp_seg(65535, false, EFI_MTU_4096, true), EFI_MAX_SEG);
+	/* GCP's 8896, Azure's 4088 */
+	ck_assert_uint_eq(efi_qp_seg(8896, false, EFI_MTU_4096, true), 8820);
+	ck_assert_uint_eq(efi_qp_seg(4088, false, EFI_MTU_2048, true), 4012);
+	/* every packet of such a segment fits the buffers that hold one */
+	ck_assert_uint_le(EFI_MAX_SEG + EFI_MAX_HDR_LEN, EFI_PKTBUF_SIZE);
+	ck_assert_uint_le(EFI_MAX_SEG + EFI_MAX_HDR_LEN, EFI_RXBUF_SIZE);
+	ck_assert_uint_le(EFI_MAX_SEG + EFI_MAX_HDR_LEN, EFI_REORDER_PKT_MAX);
 	/* the smallest link with an active 1024: exactly 1024 */
 	ck_assert_uint_eq(efi_qp_seg(1100, false, EFI_MTU_1024, true), 1024);
 }
