@@ -34,7 +34,9 @@
 # CLIENT_CPU (0), SIZES ("64K 1M 8M": efi-perf -s), TESTS ("write_bw
 # read_bw send_bw": efi-perf bandwidth tests; "none": latency only), LATENCY
 # ("all": every latency row; "basic": the UDP and EFI send_lat rows only),
-# TABLES ("on off": the offload settings, one table each).  About 5 minutes
+# TABLES ("on off": the offload settings, one table each), MTU (the kernel's
+# 1500: every link's and efi0's MTU, e.g. 9000 for jumbo frames; UDP limit
+# and TCP then use it too, udp-limit with datagrams of MTU - 28).  About 5 minutes
 # per table with RUNS=3 DURATION=2.
 # Needs root, iperf3, sockperf, jq and the testbed's tools (ip, tc, bpftool, nsenter;
 # clang or a built tests/testbed/bpf/loss.o); builds bench/udp-limit when
@@ -87,11 +89,17 @@ done
 [ -n "$SIZES" ] && [ -n "$TABLES" ] || fail "SIZES and TABLES must not be empty"
 UDP_PORT=19001 PING_PORT=19002 SOCKPERF_PORT=19003 PERFTEST_PORT=19004
 
+if [ -n "${MTU:-}" ]; then
+	[[ $MTU =~ ^[0-9]+$ ]] && [ "$MTU" -ge 576 ] && [ "$MTU" -le 65535 ] || fail "MTU: 576..65535, not '$MTU'"
+	TB_MTU=$MTU
+fi
+WANT_MTU=${MTU:-}
 tb_up 2 1 1 on
 IP_A=$(tb_addr 1 a)
 # The datagrams udp-limit sends: the largest that pass efi0 unfragmented
 # (1472 on a 1500-byte MTU).
 MTU=$(tb_exec 2 a cat /sys/class/net/efi0/mtu) || fail "no MTU of efi0"
+[ -z "$WANT_MTU" ] || [ "$MTU" = "$WANT_MTU" ] || fail "efi0 has MTU $MTU, not $WANT_MTU"
 SEG=$((MTU - 28))
 
 # srv, cli, listening, median, efi_perf, iperf3_gbps, num, ratio

@@ -68,6 +68,11 @@ TB_SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${TB_TBF_BURST:=32kb}"
 # on: each host's efid pins lanes to its uplinks ([Transport] Uplinks=)
 : "${TB_UPLINKS:=on}"
+# The MTU of every link (fabric ports, uplinks, bridges) and of the
+# instances' efi0 ("": the kernel's, 1500).  A list gives host h the h-th
+# word as its instances' MTU (the last word for the hosts beyond), the links
+# taking the largest: "9000 1500" is a jumbo fabric with a 1500-byte host 2.
+: "${TB_MTU:=}"
 
 TB_NAME=""
 TB_STATE=""     # the state file: everything this testbed created, a line each
@@ -237,6 +242,13 @@ tb_up() {
 		fail "paths: 1..8, not '$paths'"
 	case $offl in on | off) ;; *) fail "offloads: on or off, not '$offl'" ;; esac
 	case $TB_UPLINKS in on | off) ;; *) fail "uplinks: on or off, not '$TB_UPLINKS'" ;; esac
+	local mtus=() linkmtu="" m
+	read -r -a mtus <<<"$TB_MTU"
+	for m in "${mtus[@]}"; do
+		[[ $m =~ ^[0-9]+$ ]] && [ "$m" -ge 576 ] && [ "$m" -le 65535 ] ||
+			fail "TB_MTU: MTUs of 576..65535, not '$m'"
+		[ -z "$linkmtu" ] || [ "$m" -gt "$linkmtu" ] && linkmtu=$m
+	done
 	TB_PATHS=$paths
 	_tb_add name "$TB_NAME" "$TB_PFX" "$$"
 	_tb_add shape "$hosts" "$insts" "$paths" "$offl"
@@ -255,7 +267,7 @@ tb_up() {
 		hn=$(tb_ns "$h")
 		_tb_netns "$hn"
 		_tb_sysctls "$hn"
-		ip -n "$hn" link add name br0 type bridge forward_delay 0 stp_state 0 &&
+		ip -n "$hn" link add name br0 ${linkmtu:+mtu "$linkmtu"} type bridge forward_delay 0 stp_state 0 &&
 			ip -n "$hn" addr add "10.1.$h.1/24" dev br0 && ip -n "$hn" link set dev br0 up ||
 			fail "bridge in $hn failed"
 		nh=()
@@ -264,7 +276,8 @@ tb_up() {
 			ip -n "$hn" link add name "up$p" type veth peer name "$dev" netns "$f" &&
 				ip -n "$hn" addr add "10.$((2 + p)).$h.2/24" dev "up$p" &&
 				ip -n "$f" addr add "10.$((2 + p)).$h.1/24" dev "$dev" &&
-				ip -n "$hn" link set dev "up$p" up && ip -n "$f" link set dev "$dev" up ||
+				ip -n "$hn" link set dev "up$p" up ${linkmtu:+mtu "$linkmtu"} &&
+				ip -n "$f" link set dev "$dev" up ${linkmtu:+mtu "$linkmtu"} ||
 				fail "uplink $dev failed"
 			# the routers segment what they forward onto the port, so
 			# the far end's dropper sees wire packets (see the top)
@@ -289,8 +302,10 @@ tb_up() {
 			_tb_netns "$in"
 			# efictl from the host's namespace: efid takes a caller in
 			# any other for a process of an instance
+			m=""
+			[ ${#mtus[@]} -gt 0 ] && m=${mtus[h - 1]:-${mtus[${#mtus[@]} - 1]}}
 			assert_exit 0 tb_ctl "$h" attach "$in" --name efi0 \
-				--address "$(tb_addr "$h" "$letter")/24" --uplink br0
+				--address "$(tb_addr "$h" "$letter")/24" --uplink br0 ${m:+--mtu "$m"}
 			ip -n "$in" route add 10.1.0.0/16 via "10.1.$h.1" dev efi0 ||
 				fail "route in $in failed"
 			# offloads off, the old per-packet setting: no super-packets
