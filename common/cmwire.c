@@ -23,6 +23,7 @@ static const struct ctl_policy wire_policy[CM_WA_MAX] = {
 	[CM_WA_REASON] = { .kind = CTL_U32 },
 	[CM_WA_GID] = { .kind = CTL_BIN, .multi = true, .minlen = 16, .maxlen = 16 },
 	[CM_WA_FROM_ACTIVE] = { .kind = CTL_U32 },
+	[CM_WA_LINK_MTU] = { .kind = CTL_U32 },
 };
 
 #define BIT(a) (1u << (a))
@@ -64,6 +65,9 @@ static bool fields_valid(const struct cm_wire_msg *m, unsigned have)
 		return false;
 	if ((have & BIT(CM_WA_TIMEOUT)) && (m->timeout_ms == 0 || m->timeout_ms > CM_WIRE_MAX_TIMEOUT))
 		return false;
+	if ((have & BIT(CM_WA_LINK_MTU)) &&
+	    (m->link_mtu < CM_WIRE_MIN_LINK_MTU || m->link_mtu > CM_WIRE_MAX_LINK_MTU))
+		return false;
 	if ((have & BIT(CM_WA_KEY)) && m->key == 0)
 		return false;
 	if ((have & BIT(CM_WA_REASON)) &&
@@ -79,7 +83,7 @@ static unsigned carried(uint16_t type)
 {
 	unsigned f = required[type];
 	if (type == CM_W_REQ || type == CM_W_REP)
-		f |= BIT(CM_WA_GID) | BIT(CM_WA_PRIVATE);
+		f |= BIT(CM_WA_GID) | BIT(CM_WA_PRIVATE) | BIT(CM_WA_LINK_MTU);
 	if (type == CM_W_REJ)
 		f |= BIT(CM_WA_PRIVATE) | BIT(CM_WA_FROM_ACTIVE);
 	return f;
@@ -93,7 +97,9 @@ int cm_wire_encode(const struct cm_wire_msg *m, uint8_t *buf, size_t cap)
 	if (m->type == 0 || m->type >= CM_W_TYPE_MAX)
 		return -EINVAL;
 	unsigned f = carried(m->type);
-	if (!fields_valid(m, required[m->type]))
+	if (!m->link_mtu)
+		f &= ~BIT(CM_WA_LINK_MTU);	/* optional: 0 is not carried */
+	if (!fields_valid(m, required[m->type] | (f & BIT(CM_WA_LINK_MTU))))
 		return -EINVAL;
 	ctl_buf_init(&b);
 	b.limit = CM_WIRE_MAX - CTL_HDR_SIZE;
@@ -113,6 +119,8 @@ int cm_wire_encode(const struct cm_wire_msg *m, uint8_t *buf, size_t cap)
 		ctl_put_u32(&b, CM_WA_MTU, m->mtu);
 	if (f & BIT(CM_WA_TIMEOUT))
 		ctl_put_u32(&b, CM_WA_TIMEOUT, m->timeout_ms);
+	if (f & BIT(CM_WA_LINK_MTU))
+		ctl_put_u32(&b, CM_WA_LINK_MTU, m->link_mtu);
 	if (f & BIT(CM_WA_KEY))
 		ctl_put_u32(&b, CM_WA_KEY, m->key);
 	if (f & BIT(CM_WA_REASON))
@@ -187,6 +195,8 @@ int cm_wire_decode(const void *buf, size_t len, struct cm_wire_msg *m)
 		ctl_attr_u32(&tb[CM_WA_MTU], &m->mtu);
 	if (have & BIT(CM_WA_TIMEOUT))
 		ctl_attr_u32(&tb[CM_WA_TIMEOUT], &m->timeout_ms);
+	if (have & BIT(CM_WA_LINK_MTU))
+		ctl_attr_u32(&tb[CM_WA_LINK_MTU], &m->link_mtu);
 	if (have & BIT(CM_WA_KEY))
 		ctl_attr_u32(&tb[CM_WA_KEY], &m->key);
 	if (have & BIT(CM_WA_REASON))

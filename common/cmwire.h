@@ -64,10 +64,14 @@ enum cm_wire_attr {
 	CM_WA_REASON = 11,   /* u32, an EFI_CM_REJ_* (REJ) */
 	CM_WA_GID = 12,      /* bin[16], repeated: the sender's path set (REQ, REP) */
 	CM_WA_FROM_ACTIVE = 13, /* u32 0/1 (DREQ, DREP, REJ) */
+	CM_WA_LINK_MTU = 14, /* u32 576..65535, optional (REQ, REP): the sender's link MTU */
 	CM_WA_MAX,
 };
 
 #define CM_WIRE_MAX_TIMEOUT (10u * 60u * 1000u)
+/* The link MTUs CM_WA_LINK_MTU may carry (common/ifacespec.h's range). */
+#define CM_WIRE_MIN_LINK_MTU 576u
+#define CM_WIRE_MAX_LINK_MTU 65535u
 
 struct cm_wire_msg {
 	uint16_t type;          /* enum cm_wire_type */
@@ -76,6 +80,7 @@ struct cm_wire_msg {
 	union efi_gid dest;
 	union efi_gid sgid;
 	uint32_t qpn, psn, mtu;
+	uint32_t link_mtu;      /* 0: not carried (an older side) */
 	uint32_t timeout_ms;
 	uint32_t key;
 	uint32_t reason;

@@ -131,6 +131,11 @@ enum efi_ctl_attr {
 	EFI_A_CM_PENDING = 66,  /* u32: requests the listener has not answered yet */
 	EFI_A_CM_PEER_QPN = 67, /* u32: the peer's QP number, 0 until known */
 	EFI_A_CM_ACTIVE = 68,   /* u32: 1 if this side connected, 0 if it accepted */
+	EFI_A_CM_LINK_MTU = 69, /* u32: CONNECT, ACCEPT, REQUEST and REPLY events: the
+				 * MTU of the sending side's link (576..65535), so that
+				 * both take the smaller one's segment
+				 * (docs/wire-format.md, "Segmentation"); optional:
+				 * absent from older libefi and efid */
 	/* quotas ([Limits] in efid.conf): RESERVE/RELEASE amounts; in RESERVE
 	 * replies the instance's limits (0: none) */
 	EFI_A_RES_QPS = 70,     /* u32 */

@@ -366,6 +366,8 @@ static void input_req(struct efid *d, const char *instance, const struct sockadd
 	ctl_put_u32(&b, EFI_A_CM_QPN, m->qpn);
 	ctl_put_u32(&b, EFI_A_CM_PSN, m->psn);
 	ctl_put_u32(&b, EFI_A_CM_MTU, m->mtu);
+	if (m->link_mtu)
+		ctl_put_u32(&b, EFI_A_CM_LINK_MTU, m->link_mtu);
 	ctl_put(&b, EFI_A_CM_SGID, m->sgid.raw, 16);
 	ctl_put(&b, EFI_A_CM_DEST, m->dest.raw, 16);
 	ctl_put_u32(&b, EFI_A_CM_TIMEOUT, m->timeout_ms);
@@ -401,6 +403,8 @@ static void input_rep(struct efid *d, struct cm_conn *c, const char *instance,
 	ctl_put_u32(&b, EFI_A_CM_QPN, m->qpn);
 	ctl_put_u32(&b, EFI_A_CM_PSN, m->psn);
 	ctl_put_u32(&b, EFI_A_CM_MTU, m->mtu);
+	if (m->link_mtu)
+		ctl_put_u32(&b, EFI_A_CM_LINK_MTU, m->link_mtu);
 	ctl_put_u32(&b, EFI_A_CM_KEY, m->key);
 	ctl_put(&b, EFI_A_CM_SGID, m->sgid.raw, 16);
 	put_gids(&b, m);

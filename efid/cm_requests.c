@@ -32,6 +32,7 @@ static const struct ctl_policy cm_policy[EFI_A_MAX] = {
 	[EFI_A_CM_PRIVATE] = { .kind = CTL_BIN, .minlen = 0, .maxlen = EFI_CM_PRIVATE_MAX },
 	[EFI_A_CM_ID] = { .kind = CTL_U64 },
 	[EFI_A_CM_ACTIVE] = { .kind = CTL_U32 },
+	[EFI_A_CM_LINK_MTU] = { .kind = CTL_U32 },
 };
 
 bool cm_is_request(uint16_t type)
@@ -55,6 +56,13 @@ static int get_qp(const struct ctl_attr *tb, struct cm_wire_msg *m, char *err, s
 	}
 	if (m->qpn == 0 || m->qpn > 0xffffffu || m->psn > 0xffffffu || m->mtu < 1 || m->mtu > 5) {
 		snprintf(err, errlen, "QP number or PSN above 24 bits, or a path MTU not in 1..5");
+		return -EINVAL;
+	}
+	/* optional (an older libefi leaves it out): passed on to the peer */
+	if (ctl_has(tb, EFI_A_CM_LINK_MTU) &&
+	    (!get_u32(tb, EFI_A_CM_LINK_MTU, &m->link_mtu) || m->link_mtu < CM_WIRE_MIN_LINK_MTU ||
+	     m->link_mtu > CM_WIRE_MAX_LINK_MTU)) {
+		snprintf(err, errlen, "a link MTU not in %u..%u", CM_WIRE_MIN_LINK_MTU, CM_WIRE_MAX_LINK_MTU);
 		return -EINVAL;
 	}
 	if (ctl_has(tb, EFI_A_CM_PRIVATE)) {

@@ -305,6 +305,9 @@ static int qp_to_rts_locked(struct efi_cm_id *id, uint32_t key)
 		mtu = (enum efi_mtu)id->peer_mtu;
 
 	efi_qp_set_conn_key(qp, key);
+	/* segments of the smaller link's size on both sides (the enum MTU
+	 * cannot tell a 1500-byte link from a 2000-byte one) */
+	efi_qp_set_peer_link_mtu(qp, id->peer_link_mtu);
 	struct efi_qp_attr a = {
 		.qp_state = EFI_QPS_RTR,
 		.path_mtu = mtu,
@@ -492,6 +495,7 @@ struct efi_cm_id *efi_connect(struct efi_qp *qp, const char *host, const char *s
 	ctl_put_u32(&b, EFI_A_CM_QPN, qp->qp_num);
 	ctl_put_u32(&b, EFI_A_CM_PSN, id->psn);
 	ctl_put_u32(&b, EFI_A_CM_MTU, (uint32_t)port_mtu(ctx));
+	ctl_put_u32(&b, EFI_A_CM_LINK_MTU, ctx_of(ctx)->p.link_mtu);
 	ctl_put_u32(&b, EFI_A_CM_TIMEOUT, timeout_ms ? (uint32_t)timeout_ms : CM_DEFAULT_TIMEOUT_MS);
 	if (len)
 		ctl_put(&b, EFI_A_CM_PRIVATE, private_data, len);
@@ -542,6 +546,7 @@ int efi_accept(struct efi_cm_id *req, struct efi_qp *qp, const void *private_dat
 	ctl_put_u32(&b, EFI_A_CM_QPN, qp->qp_num);
 	ctl_put_u32(&b, EFI_A_CM_PSN, req->psn);
 	ctl_put_u32(&b, EFI_A_CM_MTU, (uint32_t)mtu);
+	ctl_put_u32(&b, EFI_A_CM_LINK_MTU, ctx_of(req->context)->p.link_mtu);
 	if (len)
 		ctl_put(&b, EFI_A_CM_PRIVATE, private_data, len);
 	r = efi_cm_call(req, &b, &rep);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cm_int.h"
+#include "cmwire.h"
 #include "efi_int.h"
 
 
@@ -23,6 +24,7 @@ static const struct ctl_policy event_policy[EFI_A_MAX] = {
 	[EFI_A_CM_QPN] = { .kind = CTL_U32 },
 	[EFI_A_CM_PSN] = { .kind = CTL_U32 },
 	[EFI_A_CM_MTU] = { .kind = CTL_U32 },
+	[EFI_A_CM_LINK_MTU] = { .kind = CTL_U32 },
 	[EFI_A_CM_KEY] = { .kind = CTL_U32 },
 	[EFI_A_CM_SGID] = { .kind = CTL_BIN, .minlen = 16, .maxlen = 16 },
 	[EFI_A_CM_DEST] = { .kind = CTL_BIN, .minlen = 16, .maxlen = 16 },
@@ -49,8 +51,12 @@ static int take_peer(struct efi_cm_id *id, const struct ctl_attr *tb)
 	id->peer_qpn = u32_of(tb, EFI_A_CM_QPN);
 	id->peer_psn = u32_of(tb, EFI_A_CM_PSN);
 	id->peer_mtu = u32_of(tb, EFI_A_CM_MTU);
+	/* 0 from an older peer (or efid): each side fills its own link */
+	id->peer_link_mtu = u32_of(tb, EFI_A_CM_LINK_MTU);
 	if (id->peer_qpn == 0 || id->peer_qpn > 0xffffffu || id->peer_psn > 0xffffffu ||
-	    id->peer_mtu < EFI_MTU_256 || id->peer_mtu > EFI_MTU_4096)
+	    id->peer_mtu < EFI_MTU_256 || id->peer_mtu > EFI_MTU_4096 ||
+	    (id->peer_link_mtu && (id->peer_link_mtu < CM_WIRE_MIN_LINK_MTU ||
+				   id->peer_link_mtu > CM_WIRE_MAX_LINK_MTU)))
 		return EPROTO;
 	memcpy(id->peer_gid.raw, tb[EFI_A_CM_SGID].data, 16);
 	return 0;

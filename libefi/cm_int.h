@@ -45,6 +45,7 @@ struct efi_cm_id {
 	uint32_t service;
 	uint32_t backlog;		/* a listener's */
 	uint32_t peer_qpn, peer_psn, peer_mtu;
+	uint32_t peer_link_mtu;		/* its interface's MTU; 0: not said (older) */
 	union efi_gid peer_gid;		/* the peer QP's GID */
 	union efi_gid local_gid;	/* this side's */
 	uint32_t psn;

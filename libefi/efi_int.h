@@ -437,6 +437,11 @@ struct efi_qp_int {
 	 * a QP connected by hand).  The transport stamps it on every packet
 	 * and drops arriving packets that do not carry it. */
 	uint32_t conn_key;
+	/* The peer's link MTU as the connection manager learnt it (0: a QP
+	 * connected by hand; EFI_PEER_LINK_OLD: a peer that did not say):
+	 * segments are sized for the smaller of the two links, so that both
+	 * sides compute the same (efi_qp_seg, docs/wire-format.md) */
+	uint32_t peer_link_mtu;
 	/* The connection-manager id this QP is bound to (efi_connect,
 	 * efi_accept), so that destroying either one first unbinds it and the
 	 * id's watcher never touches a freed QP.  Guarded by the CM's bind
@@ -628,6 +633,14 @@ uint64_t efi_rnr_timer_ns(unsigned code);
 /* Sets the connection secret (takes ctx->lock); the connection manager calls
  * it before moving the QP to RTR. */
 void efi_qp_set_conn_key(struct efi_qp *qp, uint32_t key);
+/* Sets the peer's link MTU (takes ctx->lock); the connection manager calls
+ * it before moving the QP to RTR, where the segment is computed for the
+ * smaller link.  0: the peer did not say, so it is a libefi from before
+ * segments filled jumbo links, whose segments were at most
+ * EFI_OLD_MAX_SEG: this side keeps to that too, so that both agree. */
+void efi_qp_set_peer_link_mtu(struct efi_qp *qp, uint32_t mtu);
+#define EFI_PEER_LINK_OLD	1u	/* no link MTU is this small */
+#define EFI_OLD_MAX_SEG		4096u
 
 /* transport (xport.c, requester.c, responder.c); all with ctx->lock held */
 /* Receives what is waiting, runs timers and sends what can be sent.

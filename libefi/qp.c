@@ -239,6 +239,14 @@ void efi_qp_set_conn_key(struct efi_qp *pub, uint32_t key)
 	pthread_mutex_unlock(&qp->ctx->lock);
 }
 
+void efi_qp_set_peer_link_mtu(struct efi_qp *pub, uint32_t mtu)
+{
+	struct efi_qp_int *qp = qp_of(pub);
+	pthread_mutex_lock(&qp->ctx->lock);
+	qp->peer_link_mtu = mtu ? mtu : EFI_PEER_LINK_OLD;
+	pthread_mutex_unlock(&qp->ctx->lock);
+}
+
 static void qp_reset(struct efi_qp_int *qp)
 {
 	struct efi_qp_cap cap = qp->attr.cap;
@@ -262,6 +270,7 @@ static void qp_reset(struct efi_qp_int *qp)
 	qp->pkts_since_ackreq = 0;
 	qp->msn = 0;
 	qp->conn_key = 0;
+	qp->peer_link_mtu = 0;
 	/* zero pages again, and no longer resident (memset would touch them all) */
 	if (madvise(qp->txrec, TXREC_BYTES, MADV_DONTNEED) != 0)
 		memset(qp->txrec, 0, TXREC_BYTES);
@@ -472,7 +481,13 @@ int efi_modify_qp(struct efi_qp *pub, struct efi_qp_attr *a, int mask)
 		qp->peer.sin6_family = AF_INET6;
 		memcpy(&qp->peer.sin6_addr, dgid->raw, 16);
 		qp->peer.sin6_port = htons((uint16_t)efi_lane_port(ctx->p.port_base, 0, qp->attr.dest_qp_num));
-		qp->seg = efi_qp_seg(ctx->p.link_mtu, !efi_gid_is_v4(dgid), qp->attr.path_mtu, ctx->link_seg);
+		uint32_t link = ctx->p.link_mtu;
+
+		if (qp->peer_link_mtu > EFI_PEER_LINK_OLD && qp->peer_link_mtu < link)
+			link = qp->peer_link_mtu;	/* the smaller link's room, on both sides */
+		qp->seg = efi_qp_seg(link, !efi_gid_is_v4(dgid), qp->attr.path_mtu, ctx->link_seg);
+		if (qp->peer_link_mtu == EFI_PEER_LINK_OLD && qp->seg > EFI_OLD_MAX_SEG)
+			qp->seg = EFI_OLD_MAX_SEG;	/* what an older peer computes */
 		if (qp->seg == 0)
 			goto out;
 		qp->resp_op = RESP_IDLE;

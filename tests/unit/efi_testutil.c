@@ -242,10 +242,20 @@ void tgid_v4(union efi_gid *g, uint8_t a, uint8_t b, uint8_t c, uint8_t d)
 
 void tpair_open(struct tpair *t, uint32_t link_mtu, const struct tw_fault *fault)
 {
-	tpair_open_lanes(t, link_mtu, fault, 0);
+	tpair_open_opts(t, link_mtu, link_mtu, fault, 0);
 }
 
 void tpair_open_lanes(struct tpair *t, uint32_t link_mtu, const struct tw_fault *fault, unsigned nlanes)
+{
+	tpair_open_opts(t, link_mtu, link_mtu, fault, nlanes);
+}
+
+void tpair_open_mtus(struct tpair *t, uint32_t mtu0, uint32_t mtu1, const struct tw_fault *fault)
+{
+	tpair_open_opts(t, mtu0, mtu1, fault, 0);
+}
+
+void tpair_open_opts(struct tpair *t, uint32_t mtu0, uint32_t mtu1, const struct tw_fault *fault, unsigned nlanes)
 {
 	struct efi_wire *w[2];
 	struct efi_ctx_params p[2];
@@ -255,7 +265,7 @@ void tpair_open_lanes(struct tpair *t, uint32_t link_mtu, const struct tw_fault 
 	for (int i = 0; i < 2; i++) {
 		snprintf(p[i].ifname, sizeof(p[i].ifname), "efi%d", i);
 		snprintf(p[i].instance, sizeof(p[i].instance), "test%d", i);
-		p[i].link_mtu = link_mtu;
+		p[i].link_mtu = i ? mtu1 : mtu0;
 		p[i].port_base = 18515;
 		p[i].qpn_base = (uint32_t)(i + 1) << 12;
 		p[i].ngids = 1;

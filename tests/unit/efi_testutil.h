@@ -42,6 +42,10 @@ void tpair_open(struct tpair *t, uint32_t link_mtu, const struct tw_fault *fault
 /* The same with nlanes lanes (QPs have that many paths; the in-memory wire
  * carries them all alike, responses echo the path of their request). */
 void tpair_open_lanes(struct tpair *t, uint32_t link_mtu, const struct tw_fault *fault, unsigned nlanes);
+/* The same with links of different MTUs: context 0's mtu0, context 1's mtu1. */
+void tpair_open_mtus(struct tpair *t, uint32_t mtu0, uint32_t mtu1, const struct tw_fault *fault);
+/* Both: links of mtu0 and mtu1, nlanes lanes (0: the default). */
+void tpair_open_opts(struct tpair *t, uint32_t mtu0, uint32_t mtu1, const struct tw_fault *fault, unsigned nlanes);
 /* Creates one QP per side (caps from cap, sq_sig_all) and connects them. */
 void tpair_connect(struct tpair *t, const struct efi_qp_cap *cap, int sq_sig_all,
 		   uint8_t rnr_retry, uint8_t min_rnr_timer, uint8_t timeout, uint8_t retry_cnt);

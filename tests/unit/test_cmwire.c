@@ -222,6 +222,65 @@ START_TEST(decode_rejects_hostile_fields)
 }
 END_TEST
 
+/* The link MTU (issue 14: segments for the smaller link) is optional in REQ
+ * and REP: carried when set, absent when 0 (what an older efid sends and
+ * reads), refused out of 576..65535, and not taken from other types. */
+START_TEST(link_mtu_optional)
+{
+	uint8_t buf[CM_WIRE_MAX], a[CM_WIRE_MAX], raw_buf[CM_WIRE_MAX + 64];
+	struct cm_wire_msg m, d;
+	uint32_t v;
+	int n, n0;
+
+	for (uint16_t t = CM_W_REQ; t <= CM_W_REP; t += CM_W_REP - CM_W_REQ) {
+		m = full(t);
+		m.link_mtu = 9000;
+		n = cm_wire_encode(&m, buf, sizeof(buf));
+		ck_assert_int_gt(n, 0);
+		ck_assert_int_eq(cm_wire_decode(buf, (size_t)n, &d), 0);
+		ck_assert_uint_eq(d.link_mtu, 9000);
+		/* 0 is not carried: the message an older efid sends */
+		m.link_mtu = 0;
+		n0 = cm_wire_encode(&m, buf, sizeof(buf));
+		ck_assert_int_eq(n0, n - 8);
+		ck_assert_int_eq(cm_wire_decode(buf, (size_t)n0, &d), 0);
+		ck_assert_uint_eq(d.link_mtu, 0);
+		m.link_mtu = 575;
+		ck_assert_int_eq(cm_wire_encode(&m, buf, sizeof(buf)), -EINVAL);
+		m.link_mtu = 65536;
+		ck_assert_int_eq(cm_wire_encode(&m, buf, sizeof(buf)), -EINVAL);
+		m.link_mtu = 576;
+		ck_assert_int_gt(cm_wire_encode(&m, buf, sizeof(buf)), 0);
+		m.link_mtu = 65535;
+		ck_assert_int_gt(cm_wire_encode(&m, buf, sizeof(buf)), 0);
+	}
+	/* an RTU does not carry it */
+	m = full(CM_W_RTU);
+	m.link_mtu = 9000;
+	n = cm_wire_encode(&m, buf, sizeof(buf));
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(cm_wire_decode(buf, (size_t)n, &d), 0);
+	ck_assert_uint_eq(d.link_mtu, 0);
+	/* hostile: a REP whose link MTU is out of range, or of the wrong size */
+	m = full(CM_W_REP);
+	n = cm_wire_encode(&m, buf, sizeof(buf));
+	ck_assert_int_gt(n, 0);
+	memcpy(a, buf + 16, (size_t)n - 16);
+	v = htole32(100);
+	size_t al = (size_t)n - 16 + attr(a + n - 16, CM_WA_LINK_MTU, &v, 4);
+	size_t rn = raw(raw_buf, CM_WIRE_MAGIC, CM_WIRE_VERSION, CM_W_REP, a, al, 0);
+	ck_assert_int_eq(cm_wire_decode(raw_buf, rn, &d), -EBADMSG);
+	v = htole32(1500);
+	al = (size_t)n - 16 + attr(a + n - 16, CM_WA_LINK_MTU, &v, 2);
+	rn = raw(raw_buf, CM_WIRE_MAGIC, CM_WIRE_VERSION, CM_W_REP, a, al, 0);
+	ck_assert_int_eq(cm_wire_decode(raw_buf, rn, &d), -EBADMSG);
+	al = (size_t)n - 16 + attr(a + n - 16, CM_WA_LINK_MTU, &v, 4);
+	rn = raw(raw_buf, CM_WIRE_MAGIC, CM_WIRE_VERSION, CM_W_REP, a, al, 0);
+	ck_assert_int_eq(cm_wire_decode(raw_buf, rn, &d), 0);
+	ck_assert_uint_eq(d.link_mtu, 1500);
+}
+END_TEST
+
 /* Every prefix of a valid REQ is refused, and every single-byte change is
  * either refused or decodes to fields within their ranges. */
 START_TEST(truncations_and_flips)
@@ -257,6 +316,7 @@ int main(void)
 	tcase_add_test(tc, decode_rejects_hostile_headers);
 	tcase_add_test(tc, decode_rejects_hostile_fields);
 	tcase_add_test(tc, truncations_and_flips);
+	tcase_add_test(tc, link_mtu_optional);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
