@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <efi/efi_cm.h>
+
 #include "tests/data/dp.h"
 
 const char *dp_case = "?";
@@ -257,6 +259,7 @@ void dp_side_open(struct dp_side *s, const struct dp_opts *opts)
 
 void dp_side_close(struct dp_side *s)
 {
+	efi_cm_destroy_id(s->listener);
 	DP_CHECK_RC(efi_dealloc_pd(s->pd));
 	DP_CHECK_RC(efi_close_device(s->ctx));
 	if (s->oob_fd >= 0)
@@ -380,6 +383,7 @@ void dp_conn_connect(struct dp_conn *c)
 void dp_conn_destroy(struct dp_conn *c)
 {
 	DP_CHECK_RC(efi_destroy_qp(c->qp));
+	efi_cm_destroy_id(c->cm_id);	/* after the QP, as verbs programs do */
 	if (c->own_cqs) {
 		DP_CHECK_RC(efi_destroy_cq(c->scq));
 		DP_CHECK_RC(efi_destroy_cq(c->rcq));
@@ -388,13 +392,74 @@ void dp_conn_destroy(struct dp_conn *c)
 	free(c->buf);
 }
 
+/* What --cm's private data says of a QP's buffer, both ways. */
+struct dp_cm_priv {
+	uint32_t index, rkey;
+	uint64_t addr, size;
+};
+
+static void cm_priv_take(struct dp_conn *c, const struct efi_cm_event *ev, int i)
+{
+	struct dp_cm_priv p;
+
+	DP_CHECK(ev->private_data_len == sizeof(p), "private data of %u bytes, not %zu",
+		 ev->private_data_len, sizeof(p));
+	memcpy(&p, ev->private_data, sizeof(p));
+	DP_CHECK(p.index == (uint32_t)i, "the peer's QP %u came as the %d-th", p.index, i);
+	c->remote.qpn = ev->peer_qp_num;
+	c->remote.gid = ev->peer_gid;
+	c->remote.rkey = p.rkey;
+	c->remote.addr = p.addr;
+	c->remote.size = p.size;
+}
+
+/* dp_setup's exchange and connect with --cm: the client connects its QPs
+ * in order, the server accepts them in that order. */
+static void cm_connect_all(struct dp_side *s, struct dp_conn *conns, int n)
+{
+	char service[8];
+	int ms = (int)(s->opts->timeout * 1000);
+
+	snprintf(service, sizeof(service), "%u", s->opts->port);
+	if (s->opts->server && !s->listener) {
+		s->listener = efi_listen(s->ctx, service, 64);
+		DP_CHECK(s->listener, "efi_listen %s: %s", service, strerror(errno));
+	}
+	dp_sync(s, "listening");
+	for (int i = 0; i < n; i++) {
+		struct dp_conn *c = &conns[i];
+		struct dp_cm_priv mine = { (uint32_t)i, c->mr->rkey, (uint64_t)(uintptr_t)c->buf, c->size };
+		struct efi_cm_event ev;
+
+		if (s->opts->server) {
+			DP_CHECK_RC(efi_cm_get_event(s->listener, &ev, ms));
+			DP_CHECK(ev.event == EFI_CM_EVENT_CONNECT_REQUEST, "listener: %s",
+				 efi_cm_event_str(ev.event));
+			cm_priv_take(c, &ev, i);
+			c->cm_id = ev.request;
+			DP_CHECK_RC(efi_accept(ev.request, c->qp, &mine, sizeof(mine)));
+		} else {
+			c->cm_id = efi_connect(c->qp, s->opts->host, service, &mine, sizeof(mine), ms);
+			DP_CHECK(c->cm_id, "efi_connect %s: %s", s->opts->host, strerror(errno));
+			DP_CHECK_RC(efi_cm_get_event(c->cm_id, &ev, ms + 5000));
+			DP_CHECK(ev.event == EFI_CM_EVENT_ESTABLISHED, "connect %d: %s", i,
+				 efi_cm_event_str(ev.event));
+			cm_priv_take(c, &ev, i);
+		}
+	}
+}
+
 void dp_setup(struct dp_side *s, struct dp_conn *conns, int n, const struct dp_qp_cfg *cfg)
 {
 	for (int i = 0; i < n; i++)
 		dp_conn_create(s, &conns[i], cfg);
-	dp_exchange(s, conns, n);
-	for (int i = 0; i < n; i++)
-		dp_conn_connect(&conns[i]);
+	if (s->opts->cm) {
+		cm_connect_all(s, conns, n);
+	} else {
+		dp_exchange(s, conns, n);
+		for (int i = 0; i < n; i++)
+			dp_conn_connect(&conns[i]);
+	}
 	dp_sync(s, "connected");
 }
 

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dp-test: runs one data-path case between two processes (see dp.h).
- *     dp-test server CASE [-d DEV] [-p PORT] [--large-mb N] [--timeout S]
- *     dp-test client CASE HOST [-d DEV] [-p PORT] [--large-mb N] [--timeout S]
+ *     dp-test server CASE [-d DEV] [-p PORT] [--large-mb N] [--timeout S] [--cm]
+ *     dp-test client CASE HOST [-d DEV] [-p PORT] [--large-mb N] [--timeout S] [--cm]
  *     dp-test list
+ * --cm connects the case's QPs through the connection manager (service
+ * PORT) instead of by hand: its negotiated path MTU and segment (mixed link
+ * MTUs), the buffers described in its private data.
  */
 #include "config.h"
 
@@ -37,8 +40,8 @@ static const struct {
 
 static void usage(FILE *out)
 {
-	fputs("usage: dp-test server CASE [-d DEV] [-p PORT] [--large-mb N] [--timeout S]\n"
-	      "       dp-test client CASE HOST [-d DEV] [-p PORT] [--large-mb N] [--timeout S]\n"
+	fputs("usage: dp-test server CASE [-d DEV] [-p PORT] [--large-mb N] [--timeout S] [--cm]\n"
+	      "       dp-test client CASE HOST [-d DEV] [-p PORT] [--large-mb N] [--timeout S] [--cm]\n"
 	      "       dp-test list\n", out);
 }
 
@@ -49,6 +52,7 @@ int main(int argc, char **argv)
 		{ "port", required_argument, NULL, 'p' },
 		{ "large-mb", required_argument, NULL, 'L' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "cm", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct dp_opts opts = { .port = DP_DEFAULT_PORT, .large_bytes = 256ull << 20, .timeout = 20 };
@@ -63,6 +67,7 @@ int main(int argc, char **argv)
 		case 'p': opts.port = (uint16_t)atoi(optarg); break;
 		case 'L': opts.large_bytes = strtoull(optarg, NULL, 10) << 20; break;
 		case 't': opts.timeout = atof(optarg); break;
+		case 'C': opts.cm = true; break;
 		default: usage(stderr); return 2;
 		}
 	}

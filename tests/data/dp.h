@@ -28,6 +28,10 @@ struct dp_opts {
 	uint16_t port;
 	uint64_t large_bytes;		/* the "large" message of case sizes */
 	double timeout;			/* seconds any single wait may take */
+	/* connect dp_setup's QPs through the connection manager (service
+	 * port), not by hand: path MTU and segment as it negotiates them
+	 * (mixed link MTUs), buffers described in its private data */
+	bool cm;
 };
 
 /* One process's side: the device, the PD and the TCP connection to the peer. */
@@ -40,6 +44,7 @@ struct dp_side {
 	int gid_index;
 	union efi_gid gid;
 	int oob_fd;
+	struct efi_cm_id *listener;	/* the server's, with --cm */
 };
 
 struct dp_remote {
@@ -77,6 +82,7 @@ struct dp_conn {
 	uint32_t psn;
 	struct dp_qp_cfg cfg;
 	struct dp_remote remote;
+	struct efi_cm_id *cm_id;	/* with --cm: its connection */
 };
 
 /* ---- failing ---- */

@@ -11,7 +11,8 @@
 #
 # After setup: A, B (namespaces), IP_A, IP_B (their efi0 addresses), SOCK_A,
 # SOCK_B (the efid socket each instance talks to).  in_a/in_b CMD... run a
-# command inside an instance with its EFI_SOCKET.
+# command inside an instance with its EFI_SOCKET.  DP_MTU_A, DP_MTU_B (if
+# set) are the MTUs A's and B's efi0 are attached with (efictl --mtu).
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
 
@@ -56,8 +57,10 @@ _dp_ready() {
 dp_one_host() {
 	_dp_instances
 	efid_start main
-	assert_exit 0 ctl_on main attach "$A" --name efi0 --address "$IP_A/24" --uplink "$BR"
-	assert_exit 0 ctl_on main attach "$B" --name efi0 --address "$IP_B/24" --uplink "$BR"
+	assert_exit 0 ctl_on main attach "$A" --name efi0 --address "$IP_A/24" --uplink "$BR" \
+		${DP_MTU_A:+--mtu "$DP_MTU_A"}
+	assert_exit 0 ctl_on main attach "$B" --name efi0 --address "$IP_B/24" --uplink "$BR" \
+		${DP_MTU_B:+--mtu "$DP_MTU_B"}
 	SOCK_A=${EFID_SOCK[main]}
 	SOCK_B=${EFID_SOCK[main]}
 	_dp_ready
@@ -69,9 +72,11 @@ dp_one_host() {
 dp_two_hosts() {
 	_dp_instances
 	efid_start one ${DP_CONF_ONE[@]+"${DP_CONF_ONE[@]}"}
-	assert_exit 0 ctl_on one attach "$A" --name efi0 --address "$IP_A/24" --uplink "$BR"
+	assert_exit 0 ctl_on one attach "$A" --name efi0 --address "$IP_A/24" --uplink "$BR" \
+		${DP_MTU_A:+--mtu "$DP_MTU_A"}
 	efid_start two ${DP_CONF_TWO[@]+"${DP_CONF_TWO[@]}"}
-	assert_exit 0 ctl_on two attach "$B" --name efi0 --address "$IP_B/24" --uplink "$BR"
+	assert_exit 0 ctl_on two attach "$B" --name efi0 --address "$IP_B/24" --uplink "$BR" \
+		${DP_MTU_B:+--mtu "$DP_MTU_B"}
 	SOCK_A=${EFID_SOCK[one]}
 	SOCK_B=${EFID_SOCK[two]}
 	_dp_ready
