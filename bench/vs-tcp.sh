@@ -296,15 +296,15 @@ table() {
 			# against the woken UDP baseline: both pay the kernel's wake-up
 			printf "$LATFMT" "$t" "$how" "$(num 2 "${M[$k:p50]}")" "$(num 2 "${M[$k:avg]}")" \
 				"$(num 2 "${M[$k:p99]}")" "$(num 2 "${M[$k:p999]}")" \
-				"$(ratio "${M[$k:p50]}" "${M[tcp:p50]}")" "$(ratio "${M[$k:avg]}" "${M[tcp:avg]}")" \
-				"$(ratio "${M[$k:p99]}" "${M[tcp:p99]}")" "$(ratio "${M[$k:p50]}" "${M[udpev:p50]}")*"
+				"$(ratio "${M[$k:p50]}" "${M[tcp:p50]:-}")" "$(ratio "${M[$k:avg]}" "${M[tcp:avg]:-}")" \
+				"$(ratio "${M[$k:p99]}" "${M[tcp:p99]:-}")" "$(ratio "${M[$k:p50]}" "${M[udpev:p50]}")*"
 			continue ;;
 		*) t="EFI $k"; how="efi-perf -s 8, polled" ;;
 		esac
 		printf "$LATFMT" "$t" "$how" "$(num 2 "${M[$k:p50]}")" "$(num 2 "${M[$k:avg]}")" \
 			"$(num 2 "${M[$k:p99]}")" "$(num 2 "${M[$k:p999]}")" \
-			"$(ratio "${M[$k:p50]}" "${M[tcp:p50]}")" "$(ratio "${M[$k:avg]}" "${M[tcp:avg]}")" \
-			"$(ratio "${M[$k:p99]}" "${M[tcp:p99]}")" "$(ratio "${M[$k:p50]}" "${M[udp:p50]}")"
+			"$(ratio "${M[$k:p50]}" "${M[tcp:p50]:-}")" "$(ratio "${M[$k:avg]}" "${M[tcp:avg]:-}")" \
+			"$(ratio "${M[$k:p99]}" "${M[tcp:p99]:-}")" "$(ratio "${M[$k:p50]}" "${M[udp:p50]}")"
 	done
 	echo
 }
