@@ -99,7 +99,7 @@ static inline uint32_t efi_lane_port(uint32_t port_base, unsigned lane, uint32_t
  * context, none per QP). */
 #define EFI_PKTBUF_SIZE		(EFI_MAX_SEG + 256u)
 /* A receive buffer holds the largest datagram a peer sends (its segment is
- * at most EFI_MAX_SEG as well) */
+ * at most EFI_MAX_SEG as well). */
 #define EFI_RXBUF_SIZE		9216u
 _Static_assert(EFI_RXBUF_SIZE >= EFI_PKTBUF_SIZE, "a peer's largest packet must fit a receive buffer");
 /* The requester asks for an ACK at least every this many packets. */
@@ -157,7 +157,6 @@ static inline enum efi_mtu efi_active_mtu(uint32_t link_mtu)
 		m++;
 	return (enum efi_mtu)m;
 }
-
 
 /* Payload bytes per packet of a QP with this path_mtu on a link of
  * link_mtu bytes (ipv6: the peer's address family).  A path_mtu below the
