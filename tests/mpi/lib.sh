@@ -70,7 +70,8 @@ mpi_host() {
 # command line (docs/libfabric.md): the CM PML over the ofi MTL, restricted
 # to the provider; the "self" BTL only, so no BTL can carry data between
 # the ranks; mpi_yield_when_idle because two ranks, their progress threads
-# and efid share 2 cores here; over efi, FI_OFI_RXM_USE_RNDV_WRITE=1.
+# and efid share 2 cores here; over efi, FI_OFI_RXM_USE_RNDV_WRITE=1
+# unless MPI_RNDV=read.
 #
 # --bind-to none, for every transport: each "host" here is an instance on
 # the same machine, and Open MPI binds the first rank of every node to the
@@ -92,8 +93,11 @@ mpi_flags() {
 		--mca btl self --mca mpi_yield_when_idle 1 --bind-to none)
 	# over efi, rxm's rendezvous (messages above 128 KiB) by RDMA Write:
 	# its default Read loses packets over libefi's lanes (docs/libfabric.md,
-	# "Rendezvous"); tcp is left as a user gets it
-	[ "$MPI_TRANSPORT" = efi ] && MPI_FLAGS+=(-x FI_OFI_RXM_USE_RNDV_WRITE=1)
+	# "Rendezvous"); tcp is left as a user gets it.  MPI_RNDV=read leaves
+	# efi as a user gets it too (rxm's Read rendezvous), for the cases that
+	# must hold without the workaround.
+	[ "$MPI_TRANSPORT" = efi ] && [ "${MPI_RNDV:-write}" != read ] &&
+		MPI_FLAGS+=(-x FI_OFI_RXM_USE_RNDV_WRITE=1)
 	return 0
 }
 
