@@ -47,7 +47,11 @@ train() {
 	shift 2
 	log "train.py $* over $transport"
 	[ "$transport" = efi ] && mpi_watch_start "ctl_on main"
-	MPI_TRANSPORT=$transport mpi_run "$TMPD/$name" 2 "$PY" "$TRAIN" "$@" || rc=$?
+	# libfabric's warnings in the ranks' output: a job that fails says
+	# which completion failed and how (rxm prints the provider's error
+	# string, e.g. "retry exceeded"), where MPI says only MPI_ERR_INTERN
+	MPI_ENV="${MPI_ENV:-} FI_LOG_LEVEL=warn" MPI_TRANSPORT=$transport \
+		mpi_run "$TMPD/$name" 2 "$PY" "$TRAIN" "$@" || rc=$?
 	[ "$transport" = efi ] && mpi_watch_stop
 	mpi_show "$TMPD/$name" "$name"
 	# a QP stalled for 2 s inside steps of tens of ms: said loudly, the
