@@ -244,6 +244,9 @@ struct efi_context_int {
 	 * once (xport.c); from then on, cq_lost_seen, at each QP it visits */
 	_Atomic bool cq_lost_any;
 	bool cq_lost_seen;
+#ifdef EFI_TRACE_ON
+	uint64_t trace_last_run_ns;	/* the last transport run (trace builds) */
+#endif
 	size_t reorder_bytes;		/* what its QPs' reorder buffers hold (reorder.h) */
 	uint32_t next_qp_index;
 	uint32_t next_pd_handle, next_cq_handle, next_ah_handle;

@@ -447,10 +447,20 @@ void efi_req_timers(struct efi_qp_int *qp, uint64_t now)
 	 * going back, however long a backlog takes to drain. */
 	if (qp->peer_alive) {
 		if (qp->stalls++ >= EFI_MAX_STALLS) {
+			EFI_TRACE("qp %x at %llu us: retry exceeded: %u timeouts answered without progress\n",
+				  qp->pub.qp_num, (unsigned long long)(now / 1000), qp->stalls);
 			fail_head(qp, EFI_WC_RETRY_EXC_ERR);
 			return;
 		}
 	} else if (efi_req_peer_dead(qp, now)) {
+		EFI_TRACE("qp %x at %llu us: retry exceeded: peer silent for %llu ms (limit %llu ms), "
+			  "last answer %llu ms ago, last tx %llu ms ago, una %x nxt %x max %x\n",
+			  qp->pub.qp_num, (unsigned long long)(now / 1000),
+			  (unsigned long long)((now - qp->silent_since_ns) / 1000000),
+			  (unsigned long long)(efi_req_dead_after_ns(qp) / 1000000),
+			  (unsigned long long)((now - qp->last_answer_ns) / 1000000),
+			  (unsigned long long)((now - qp->last_tx_ns) / 1000000),
+			  qp->snd_una, qp->snd_nxt, qp->snd_max);
 		fail_head(qp, EFI_WC_RETRY_EXC_ERR);
 		return;
 	}

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "efi_int.h"
 
@@ -432,6 +433,20 @@ int efi_xport_run_clock(struct efi_context_int *ctx, uint64_t *clock_ns)
 	uint64_t now;
 	bool busy = false;
 
+#ifdef EFI_TRACE_ON
+	{
+		/* Neither the application nor the progress thread (which runs
+		 * it at least every IDLE_TICK_NS) ran the transport: this
+		 * process was descheduled or blocked, and its peers heard
+		 * nothing from it meanwhile. */
+		uint64_t t = efi_now_ns();
+		if (ctx->trace_last_run_ns && t - ctx->trace_last_run_ns > 300ull * 1000 * 1000)
+			EFI_TRACE("ctx pid %d: no transport run for %llu ms (until %llu us)\n", (int)getpid(),
+				  (unsigned long long)((t - ctx->trace_last_run_ns) / 1000000),
+				  (unsigned long long)(t / 1000));
+		ctx->trace_last_run_ns = t;
+	}
+#endif
 	for (int round = 0; round < 8; round++) {
 		int n;
 		for (unsigned i = 0; i < EFI_BATCH; i++) {
