@@ -95,7 +95,7 @@ done
 : "${TRAIN_READ_STEPS:=$(((TRAIN_STEPS + 3) / 4))}"
 args=(--params "$TRAIN_PARAMS" --steps "$TRAIN_READ_STEPS" --bucket-mb 0 --print-every 50
 	--stall-seconds "$TRAIN_STALL")
-MPI_RNDV=read train efi-read efi "${args[@]}"
+MPI_RNDV="read" train efi-read efi "${args[@]}"
 min=$((TRAIN_PARAMS * 4 * TRAIN_READ_STEPS / 2))
 for ns in "$A" "$B"; do
 	bytes=$(mpi_efi_bytes "$ns")
