@@ -214,6 +214,25 @@ struct efi_context *efi_context_create(struct efi_wire *wire, const struct efi_c
 		 * session that added it) */
 		ctx->pack = v && strcmp(v, "1") == 0;
 	}
+	/* The least silence that fails a QP (EFI_MIN_DEAD_NS): a host that
+	 * deschedules processes for longer (the issue 20 training soak saw
+	 * 1-9 s gaps on a 2-core VM at load 10-20) can raise it; a peer that
+	 * really died is reported by the connection manager anyway. */
+	{
+		const char *v = getenv("EFI_MIN_DEAD_MS");
+		char *end;
+		unsigned long ms;
+
+		if (v && *v) {
+			errno = 0;
+			ms = strtoul(v, &end, 10);
+			if (errno || *end || *v == '-' || ms < EFI_MIN_DEAD_MS_MIN || ms > EFI_MIN_DEAD_MS_MAX) {
+				r = EINVAL;
+				goto fail;
+			}
+			ctx->min_dead_ns = ms * 1000000ull;
+		}
+	}
 	{
 		const char *spec = getenv("EFI_CC");
 		if (spec && *spec && efi_cc_params_parse(&ctx->ccp, spec)) {

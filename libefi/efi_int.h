@@ -120,6 +120,9 @@ _Static_assert(EFI_RXBUF_SIZE >= EFI_PKTBUF_SIZE, "a peer's largest packet must 
  * turn that into RETRY_EXC_ERR.  A peer that really died is reported by the
  * connection manager within milliseconds (its lease), not by this clock. */
 #define EFI_MIN_DEAD_NS		(2000ull * 1000 * 1000)
+/* $EFI_MIN_DEAD_MS, which replaces it for a context, lies within these. */
+#define EFI_MIN_DEAD_MS_MIN	100u
+#define EFI_MIN_DEAD_MS_MAX	600000u
 /* A gap this long between two runs of a busy QP's timers is this process not
  * running (descheduled, stopped): nobody listened, so it is not the peer's
  * silence.  The transport runs far more often than this while work is
@@ -231,6 +234,7 @@ struct efi_context_int {
 	 * of its message waits ack_delay_ns for that answer (xport.c) */
 	bool in_app_poll;
 	uint64_t ack_delay_ns;		/* $EFI_ACK_DELAY_US; 0: no ACK waits */
+	uint64_t min_dead_ns;		/* $EFI_MIN_DEAD_MS; 0: EFI_MIN_DEAD_NS */
 	/* $EFI_ACK_PIGGYBACK=1 (default off): a held ACK rides on the
 	 * answer, and our ACKs say we read such requests
 	 * (docs/wire-format.md) */

@@ -361,10 +361,11 @@ void efi_req_skip_local_stall(struct efi_qp_int *qp, uint64_t now)
 uint64_t efi_req_dead_after_ns(const struct efi_qp_int *qp)
 {
 	uint64_t t = qp->rto_ns * ((uint64_t)qp->attr.retry_cnt + 1);
+	uint64_t floor = qp->ctx && qp->ctx->min_dead_ns ? qp->ctx->min_dead_ns : EFI_MIN_DEAD_NS;
 
 	if (!qp->rto_ns)
 		return 0;
-	return t > EFI_MIN_DEAD_NS ? t : EFI_MIN_DEAD_NS;
+	return t > floor ? t : floor;
 }
 
 bool efi_req_peer_dead(const struct efi_qp_int *qp, uint64_t now)

@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +79,51 @@ static void rts_attr(struct efi_qp_attr *a)
 	a->sq_psn = 0xffffff;
 	a->max_rd_atomic = 4;
 }
+
+/* $EFI_MIN_DEAD_MS: read at open, checked (100 ms .. 600 s, digits only;
+ * anything else fails the open with EINVAL and leaves the wire the
+ * caller's). */
+START_TEST(test_min_dead_env)
+{
+	static const char *const bad[] = { "99", "600001", "abc", "-5", "1000ms" };
+	static const char *const good[] = { "", "30000" };
+	static const uint64_t want[] = { 0, 30000ull * 1000000 };
+	struct efi_ctx_params p;
+	struct efi_wire *w[2];
+	union efi_gid g[2];
+	struct efi_context *ctx;
+
+	memset(&p, 0, sizeof(p));
+	snprintf(p.ifname, sizeof(p.ifname), "efi0");
+	p.link_mtu = 1500;
+	p.port_base = 18515;
+	p.qpn_base = 1u << 12;
+	p.ngids = 1;
+	tgid_v4(&g[0], 10, 0, 0, 1);
+	tgid_v4(&g[1], 10, 0, 0, 2);
+	p.gids[0] = g[0];
+	tw_pair_create(&w[0], &w[1], &g[0], &g[1], NULL);
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("EFI_MIN_DEAD_MS", bad[i], 1);
+		ctx = efi_context_create(w[0], &p, NULL);
+		ck_assert_msg(!ctx, "EFI_MIN_DEAD_MS=%s accepted", bad[i]);
+		ck_assert_int_eq(errno, EINVAL);
+	}
+	efi_wire_destroy(w[0]);
+	efi_wire_destroy(w[1]);
+	/* empty is unset: the default (0, EFI_MIN_DEAD_NS) */
+	for (unsigned i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		setenv("EFI_MIN_DEAD_MS", good[i], 1);
+		tw_pair_create(&w[0], &w[1], &g[0], &g[1], NULL);
+		ctx = efi_context_create(w[0], &p, NULL);
+		ck_assert_ptr_nonnull(ctx);
+		ck_assert_uint_eq(((struct efi_context_int *)ctx)->min_dead_ns, want[i]);
+		ck_assert_int_eq(efi_close_device(ctx), 0);
+		efi_wire_destroy(w[1]);
+	}
+	unsetenv("EFI_MIN_DEAD_MS");
+}
+END_TEST
 
 /* Segment sizes: the link's room when path_mtu is the port's active_mtu
  * (the verbs enum cannot say 1424), the enum's bytes below it, the old
@@ -418,6 +464,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("qp");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_segment_size);
+	tcase_add_test(tc, test_min_dead_env);
 	tcase_add_test(tc, test_legal_path);
 	tcase_add_test(tc, test_illegal_transitions);
 	tcase_add_test(tc, test_post_states);

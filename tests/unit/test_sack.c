@@ -584,6 +584,24 @@ START_TEST(peer_stall_of_a_second_survived)
 }
 END_TEST
 
+/* The floor is the context's when $EFI_MIN_DEAD_MS set one: a 10 s floor
+ * outlasts 2 s of silence, and still fails the QP after 10 s. */
+START_TEST(dead_floor_configurable)
+{
+	uint64_t t0 = 1000000 * US, t = t0;
+	struct bare *b = bare_verbs_qp(t);
+	struct efi_qp_int *qp = &b->qp;
+
+	b->ctx.min_dead_ns = 10000000 * US;
+	ck_assert_uint_eq(efi_req_dead_after_ns(qp), 10000000 * US);
+	send_on(qp, 0, 8, t);
+	ck_assert(!run_timers(qp, &t, 9990000 * US, 10000 * US));
+	ck_assert(run_timers(qp, &t, 30000 * US, 10000 * US));
+	ck_assert_uint_le(t - t0, 10000000 * US + 10000 * US);
+	bare_free(b);
+}
+END_TEST
+
 /* A dead network still fails the QP, after max(timeout × (retry_cnt + 1),
  * EFI_MIN_DEAD_NS) of silence heard by a running process — also when the
  * process naps up to just under the stall threshold between runs, and when
@@ -693,6 +711,7 @@ int main(void)
 	tcase_add_test(t, stall_during_flap_is_not_a_dead_peer);
 	tcase_add_test(t, peer_stall_of_a_second_survived);
 	tcase_add_test(t, dead_network_still_fails);
+	tcase_add_test(t, dead_floor_configurable);
 	tcase_add_test(t, timeout_probes_go_round_the_paths);
 	tcase_add_test(t, overtaken_ack_is_not_a_drop);
 	tcase_add_test(t, rewind_keeps_sacked);
