@@ -96,6 +96,7 @@ perf_done loss
 hostile() {
 	rm -f "$TMPD/hold"
 	mkfifo "$TMPD/hold"
+	: >"$TMPD/hostile.out"	# not the last call's "ready" (t-rdmacm-detach's race)
 	in_b "$CSHM_HOSTILE" efi0 "$@" <"$TMPD/hold" >"$TMPD/hostile.out" 2>&1 &
 	HPID=$!
 	TRACK_BGPIDS+=("$HPID")

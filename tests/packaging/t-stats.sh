@@ -211,6 +211,7 @@ hostile_ctx='[.interfaces[0].contexts[] | select(.tx_packets == 1000)]'
 hostile() {
 	rm -f "$TMPD/hold"
 	mkfifo "$TMPD/hold"
+	: >"$TMPD/hostile.out"	# not the last call's "ready" (t-rdmacm-detach's race)
 	in_b "$CSHM_HOSTILE" efi0 "$@" <"$TMPD/hold" >"$TMPD/hostile.out" 2>&1 &
 	HPID=$!
 	TRACK_BGPIDS+=("$HPID")

@@ -27,6 +27,12 @@ b_has_efi0() {
 PORT=7420
 for round in 1 2 3; do
 	log "round $round: connect, then detach $B's efi0 under the connection"
+	# emptied here, not by the background jobs' redirections: a job that
+	# starts late left the last round's "listening" and "pid" for the
+	# waits below, and the detach came before the client opened its
+	# device (CI, loaded: "rdma_create_event_channel: No such device")
+	: >"$TMPD/s.out"
+	: >"$TMPD/c.out"
 	ra timeout -k 5 60 "$CHECKER" server "$IP_A" "$PORT" 1 >"$TMPD/s.out" 2>&1 &
 	spid=$!
 	TRACK_BGPIDS+=("$spid")
