@@ -384,6 +384,23 @@ struct efi_mr *treg(struct efi_pd *pd, void *buf, size_t len, int access)
 	return mr;
 }
 
+int tpost_send1(struct efi_qp *qp, enum efi_wr_opcode op, uint64_t id, void *buf, uint32_t len,
+		const struct efi_mr *mr, uint64_t raddr, uint32_t rkey)
+{
+	struct efi_sge sge = { (uintptr_t)buf, len, mr->lkey };
+	struct efi_send_wr wr, *bad;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = EFI_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return efi_post_send(qp, &wr, &bad);
+}
+
 void tpost_recv1(struct efi_qp *qp, uint64_t id, void *buf, uint32_t len, const struct efi_mr *mr)
 {
 	struct efi_sge sge = { (uintptr_t)buf, len, mr->lkey };

@@ -64,6 +64,10 @@ void tgid_v4(union efi_gid *g, uint8_t a, uint8_t b, uint8_t c, uint8_t d);
 /* Registers [buf, buf + len) with access (asserts it worked). */
 struct efi_mr *treg(struct efi_pd *pd, void *buf, size_t len, int access);
 /* Posts one receive of len bytes at buf (asserts it was taken). */
+/* One signaled send WR of op over one SGE (Write/Read: to raddr/rkey);
+ * efi_post_send's result. */
+int tpost_send1(struct efi_qp *qp, enum efi_wr_opcode op, uint64_t id, void *buf, uint32_t len,
+		const struct efi_mr *mr, uint64_t raddr, uint32_t rkey);
 void tpost_recv1(struct efi_qp *qp, uint64_t id, void *buf, uint32_t len, const struct efi_mr *mr);
 
 #endif

@@ -45,18 +45,7 @@ static struct efi_mr *reg(struct efi_pd *pd, void *buf, size_t len)
 static void post1(struct efi_qp *qp, enum efi_wr_opcode op, uint64_t id, void *buf, uint32_t len,
 		  struct efi_mr *mr, uint64_t raddr, uint32_t rkey)
 {
-	struct efi_sge sge = { (uintptr_t)buf, len, mr->lkey };
-	struct efi_send_wr wr, *bad;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = EFI_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	ck_assert_int_eq(efi_post_send(qp, &wr, &bad), 0);
+	ck_assert_int_eq(tpost_send1(qp, op, id, buf, len, mr, raddr, rkey), 0);
 }
 
 static void expect_ok(struct efi_cq *cq, uint64_t id, uint32_t *byte_len)

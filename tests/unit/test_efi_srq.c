@@ -19,23 +19,6 @@ static struct efi_mr *reg(struct efi_pd *pd, void *buf, size_t len)
 	return treg(pd, buf, len, EFI_ACCESS_LOCAL_WRITE | EFI_ACCESS_REMOTE_WRITE | EFI_ACCESS_REMOTE_READ);
 }
 
-static int post_send1(struct efi_qp *qp, enum efi_wr_opcode op, uint64_t id, void *buf, uint32_t len,
-		      struct efi_mr *mr, uint64_t raddr, uint32_t rkey)
-{
-	struct efi_sge sge = { (uintptr_t)buf, len, mr->lkey };
-	struct efi_send_wr wr, *bad;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = EFI_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	return efi_post_send(qp, &wr, &bad);
-}
-
 static int post_srq1(struct efi_srq *srq, uint64_t id, void *buf, uint32_t len, struct efi_mr *mr)
 {
 	struct efi_sge sge = { (uintptr_t)buf, len, mr->lkey };
@@ -110,19 +93,19 @@ START_TEST(test_send_only_recv_only)
 
 	ck_assert_int_eq(efi_post_recv(a, &rwr, &rbad), ENOMEM);
 	ck_assert_ptr_eq(rbad, &rwr);
-	ck_assert_int_eq(post_send1(b, EFI_WR_SEND, 1, dst, 8, md, 0, 0), ENOMEM);
+	ck_assert_int_eq(tpost_send1(b, EFI_WR_SEND, 1, dst, 8, md, 0, 0), ENOMEM);
 
 	struct efi_sge sge = { (uintptr_t)dst, sizeof(dst), md->lkey };
 	rwr.sg_list = &sge;
 	rwr.num_sge = 1;
 	ck_assert_int_eq(efi_post_recv(b, &rwr, &rbad), 0);
-	ck_assert_int_eq(post_send1(a, EFI_WR_SEND, 1, src, sizeof(src), ms, 0, 0), 0);
+	ck_assert_int_eq(tpost_send1(a, EFI_WR_SEND, 1, src, sizeof(src), ms, 0, 0), 0);
 	expect(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
 	expect(t.cq[1], EFI_WC_SUCCESS, 9, &wc);
 	ck_assert_uint_eq(wc.byte_len, sizeof(src));
 	ck_assert(memcmp(src, dst, sizeof(src)) == 0);
 	memset(dst, 0, sizeof(dst));
-	ck_assert_int_eq(post_send1(a, EFI_WR_RDMA_WRITE, 2, src, sizeof(src), ms, (uintptr_t)dst, md->rkey), 0);
+	ck_assert_int_eq(tpost_send1(a, EFI_WR_RDMA_WRITE, 2, src, sizeof(src), ms, (uintptr_t)dst, md->rkey), 0);
 	expect(t.cq[0], EFI_WC_SUCCESS, 2, NULL);
 	ck_assert(memcmp(src, dst, sizeof(src)) == 0);
 
@@ -203,7 +186,7 @@ START_TEST(test_srq_shared_lossy)
 				uint8_t *p = sbuf + ((size_t)qi * 64 + posted[qi] % 64) * MAXLEN;
 
 				fill_msg(p, qi, posted[qi]);
-				ck_assert_int_eq(post_send1(snd[qi], EFI_WR_SEND, posted[qi], p,
+				ck_assert_int_eq(tpost_send1(snd[qi], EFI_WR_SEND, posted[qi], p,
 							    msg_len(qi, posted[qi]), ms, 0, 0), 0);
 				posted[qi]++;
 			}
@@ -356,13 +339,13 @@ START_TEST(test_srq_limit_resize)
 	ck_assert_uint_eq(q.max_wr, 16);
 	/* 8 → 4 left: not below the limit yet */
 	for (int i = 0; i < 4; i++, next++) {
-		ck_assert_int_eq(post_send1(a, EFI_WR_SEND, next, src, 16, ms, 0, 0), 0);
+		ck_assert_int_eq(tpost_send1(a, EFI_WR_SEND, next, src, 16, ms, 0, 0), 0);
 		expect(t.cq[0], EFI_WC_SUCCESS, next, NULL);
 		expect(t.cq[1], EFI_WC_SUCCESS, next, NULL);
 	}
 	ck_assert_int_eq(atomic_load(&limit_events), 0);
 	/* 3 left: the event, once, and the SRQ disarmed */
-	ck_assert_int_eq(post_send1(a, EFI_WR_SEND, next, src, 16, ms, 0, 0), 0);
+	ck_assert_int_eq(tpost_send1(a, EFI_WR_SEND, next, src, 16, ms, 0, 0), 0);
 	expect(t.cq[0], EFI_WC_SUCCESS, next, NULL);
 	expect(t.cq[1], EFI_WC_SUCCESS, next, NULL);
 	next++;
@@ -370,7 +353,7 @@ START_TEST(test_srq_limit_resize)
 	ck_assert_ptr_eq(limit_ctx_seen, &limit_events);
 	ck_assert_int_eq(efi_query_srq(srq, &q), 0);
 	ck_assert_uint_eq(q.srq_limit, 0);
-	ck_assert_int_eq(post_send1(a, EFI_WR_SEND, next, src, 16, ms, 0, 0), 0);
+	ck_assert_int_eq(tpost_send1(a, EFI_WR_SEND, next, src, 16, ms, 0, 0), 0);
 	expect(t.cq[0], EFI_WC_SUCCESS, next, NULL);
 	expect(t.cq[1], EFI_WC_SUCCESS, next, NULL);
 	next++;
@@ -388,7 +371,7 @@ START_TEST(test_srq_limit_resize)
 		ck_assert_int_eq(post_srq1(srq, id, dst[id % 64], 64, md), 0);
 	ck_assert_int_eq(post_srq1(srq, id, dst[0], 64, md), ENOMEM);
 	for (; next < 70; next++) {
-		ck_assert_int_eq(post_send1(a, EFI_WR_SEND, next, src, 16, ms, 0, 0), 0);
+		ck_assert_int_eq(tpost_send1(a, EFI_WR_SEND, next, src, 16, ms, 0, 0), 0);
 		expect(t.cq[0], EFI_WC_SUCCESS, next, NULL);
 		expect(t.cq[1], EFI_WC_SUCCESS, next, &wc);
 		ck_assert_uint_eq(wc.qp_num, b->qp_num);
@@ -427,7 +410,7 @@ START_TEST(test_srq_rnr)
 	join(&t, a, b, 7);
 	struct efi_mr *ms = reg(t.pd[0], src, sizeof(src)), *md = reg(t.pd[1], dst, sizeof(dst));
 
-	ck_assert_int_eq(post_send1(a, EFI_WR_SEND, 1, src, sizeof(src), ms, 0, 0), 0);
+	ck_assert_int_eq(tpost_send1(a, EFI_WR_SEND, 1, src, sizeof(src), ms, 0, 0), 0);
 	for (int i = 0; i < 5000; i++) {
 		ck_assert_int_eq(tpoll(t.cq[0], &wc, 1, 1), 0);
 		ck_assert_int_eq(efi_query_qp_counters(b, &c), 0);
@@ -447,7 +430,7 @@ START_TEST(test_srq_rnr)
 	a = make_qp(&t, 0, 8, 0, NULL);
 	b = make_qp(&t, 1, 0, 0, srq);
 	join(&t, a, b, 0);
-	ck_assert_int_eq(post_send1(a, EFI_WR_SEND, 2, src, 64, ms, 0, 0), 0);
+	ck_assert_int_eq(tpost_send1(a, EFI_WR_SEND, 2, src, 64, ms, 0, 0), 0);
 	expect(t.cq[0], EFI_WC_RNR_RETRY_EXC_ERR, 2, NULL);
 
 	/* a WQE left in the SRQ survives its QP going to ERR and destroyed */
@@ -463,14 +446,14 @@ START_TEST(test_srq_rnr)
 	a = make_qp(&t, 0, 8, 0, NULL);
 	b = make_qp(&t, 1, 0, 0, srq);
 	join(&t, a, b, 0);
-	ck_assert_int_eq(post_send1(a, EFI_WR_SEND, 3, src, 100, ms, 0, 0), 0);
+	ck_assert_int_eq(tpost_send1(a, EFI_WR_SEND, 3, src, 100, ms, 0, 0), 0);
 	expect(t.cq[0], EFI_WC_SUCCESS, 3, NULL);
 	expect(t.cq[1], EFI_WC_SUCCESS, 8, &wc);
 	ck_assert_uint_eq(wc.byte_len, 100);
 	/* a Write with immediate takes its receive from the SRQ too */
 	ck_assert_int_eq(post_srq1(srq, 9, dst, 1, md), 0);
 	memset(dst, 0, sizeof(dst));
-	ck_assert_int_eq(post_send1(a, EFI_WR_RDMA_WRITE_WITH_IMM, 4, src, 6000, ms, (uintptr_t)dst, md->rkey), 0);
+	ck_assert_int_eq(tpost_send1(a, EFI_WR_RDMA_WRITE_WITH_IMM, 4, src, 6000, ms, (uintptr_t)dst, md->rkey), 0);
 	expect(t.cq[0], EFI_WC_SUCCESS, 4, NULL);
 	expect(t.cq[1], EFI_WC_SUCCESS, 9, &wc);
 	ck_assert_int_eq(wc.opcode, EFI_WC_RECV_RDMA_WITH_IMM);
