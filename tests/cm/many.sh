@@ -51,6 +51,16 @@ many_wait() {
 	fail "$name: no '$pat' within $ms ms"
 }
 
+# conns_stored ID INSTANCE N: efid ID's database holds N connection records
+# of INSTANCE.  efid writes them a few ms after the connections are
+# established, at an idle moment (efid/cm_persist.c); a SIGKILL before that
+# loses them by design, so a test that kills efid waits for this first.
+conns_stored() {
+	command -v sqlite3 >/dev/null || fail "sqlite3 is not installed (scripts/install-deps.sh)"
+	[ "$(sqlite3 -cmd '.timeout 2000' "${EFID_DIR[$1]}/state/efid.db" \
+		"SELECT count(*) FROM cm_connections WHERE instance = '$2'" 2>/dev/null)" = "$3" ]
+}
+
 # many_field NAME PATTERN WORD: the word after WORD on the last line matching
 # PATTERN
 many_field() {

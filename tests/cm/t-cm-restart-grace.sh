@@ -27,6 +27,7 @@ pair() {
 
 log "(1) the client dies while its efid is away"
 pair 1 7486
+wait_for 10000 "host two's efid stored its $N connections" conns_stored two "$B" "$N"
 efid_stop two KILL
 kill -KILL "${MANY_PID[cli1]}"
 wait "${MANY_PID[cli1]}" 2>/dev/null

@@ -67,6 +67,7 @@ log "taken up ${WAITED_MS} ms after efid answered"
 traffic "after host one's efid restarted"
 
 log "host two's efid (the client's): SIGKILL, then started again"
+wait_for 10000 "host two's efid stored its $N connections" conns_stored two "$B" "$N"
 efid_stop two KILL
 efid_launch two
 efid_use two
