@@ -214,9 +214,9 @@ struct efi_context *efi_context_create(struct efi_wire *wire, const struct efi_c
 		 * session that added it) */
 		ctx->pack = v && strcmp(v, "1") == 0;
 	}
-	/* The least silence that fails a QP (EFI_MIN_DEAD_NS): a host that
-	 * deschedules processes for longer (the issue 20 training soak saw
-	 * 1-9 s gaps on a 2-core VM at load 10-20) can raise it; a peer that
+	/* The least silence that fails a QP (EFI_MIN_DEAD_NS, 10 s): a
+	 * program that must hear of a stopped network sooner lowers it, a
+	 * host that deschedules processes for longer raises it; a peer that
 	 * really died is reported by the connection manager anyway. */
 	{
 		const char *v = getenv("EFI_MIN_DEAD_MS");

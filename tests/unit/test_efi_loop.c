@@ -64,7 +64,7 @@ static struct efi_qp *wc_qp_hint, *wc_qp_peer;
 static void expect_wc(struct efi_cq *cq, enum efi_wc_status st, uint64_t id, struct efi_wc *out)
 {
 	struct efi_wc wc;
-	ck_assert_msg(tpoll(cq, &wc, 1, 20000) == 1, "no completion for wr_id %llu", (unsigned long long)id);
+	ck_assert_msg(tpoll(cq, &wc, 1, 30000) == 1, "no completion for wr_id %llu", (unsigned long long)id);
 	if (wc.status != st) {
 		struct efi_counters c;
 		if (!wc_qp_hint)

@@ -584,21 +584,28 @@ START_TEST(peer_stall_of_a_second_survived)
 }
 END_TEST
 
-/* The floor is the context's when $EFI_MIN_DEAD_MS set one: a 10 s floor
- * outlasts 2 s of silence, and still fails the QP after 10 s. */
+/* The floor is the context's when $EFI_MIN_DEAD_MS set one: a 3 s floor
+ * fails the QP after 3 s, sooner than the default; a 20 s one outlasts the
+ * default's 10 s of silence and still fails the QP after 20 s. */
 START_TEST(dead_floor_configurable)
 {
-	uint64_t t0 = 1000000 * US, t = t0;
-	struct bare *b = bare_verbs_qp(t);
-	struct efi_qp_int *qp = &b->qp;
+	static const uint64_t floors_ms[] = { 3000, 20000 };
 
-	b->ctx.min_dead_ns = 10000000 * US;
-	ck_assert_uint_eq(efi_req_dead_after_ns(qp), 10000000 * US);
-	send_on(qp, 0, 8, t);
-	ck_assert(!run_timers(qp, &t, 9990000 * US, 10000 * US));
-	ck_assert(run_timers(qp, &t, 30000 * US, 10000 * US));
-	ck_assert_uint_le(t - t0, 10000000 * US + 10000 * US);
-	bare_free(b);
+	ck_assert_uint_lt(3000 * 1000 * US, EFI_MIN_DEAD_NS);
+	ck_assert_uint_gt(20000 * 1000 * US, EFI_MIN_DEAD_NS);
+	for (unsigned i = 0; i < 2; i++) {
+		uint64_t t0 = 1000000 * US, t = t0, floor = floors_ms[i] * 1000 * US;
+		struct bare *b = bare_verbs_qp(t);
+		struct efi_qp_int *qp = &b->qp;
+
+		b->ctx.min_dead_ns = floor;
+		ck_assert_uint_eq(efi_req_dead_after_ns(qp), floor);
+		send_on(qp, 0, 8, t);
+		ck_assert(!run_timers(qp, &t, floor - 10000 * US, 10000 * US));
+		ck_assert(run_timers(qp, &t, 30000 * US, 10000 * US));
+		ck_assert_uint_le(t - t0, floor + 10000 * US);
+		bare_free(b);
+	}
 }
 END_TEST
 
