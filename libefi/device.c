@@ -155,6 +155,26 @@ const char *efi_get_device_name(struct efi_device *device)
 	return device ? device->name : NULL;
 }
 
+/* $name as a decimal within [lo, hi]: 1 and *out set, 0 when unset or
+ * empty, -EINVAL when malformed (a sign, other characters) or out of range
+ * (the caller fails the open: a setting the user asked for is never
+ * silently replaced by the default). */
+static int env_ulong(const char *name, unsigned long lo, unsigned long hi, unsigned long *out)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long x;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (errno || *end || *v == '-' || *v == '+' || x < lo || x > hi)
+		return -EINVAL;
+	*out = x;
+	return 1;
+}
+
 struct efi_context *efi_context_create(struct efi_wire *wire, const struct efi_ctx_params *p, void *ctl)
 {
 	struct efi_context_int *ctx = calloc(1, sizeof(*ctx));
@@ -190,19 +210,16 @@ struct efi_context *efi_context_create(struct efi_wire *wire, const struct efi_c
 	 * $EFI_ACK_PIGGYBACK=1: the answer carries it (docs/wire-format.md). */
 	ctx->ack_delay_ns = EFI_ACK_DELAY_DEFAULT_US * 1000ull;
 	{
-		const char *v = getenv("EFI_ACK_DELAY_US");
-		char *end;
 		unsigned long us;
+		const char *v;
 
-		if (v && *v) {
-			errno = 0;
-			us = strtoul(v, &end, 10);
-			if (errno || *end || *v == '-' || us > EFI_ACK_DELAY_MAX_US) {
-				r = EINVAL;
-				goto fail;
-			}
-			ctx->ack_delay_ns = us * 1000ull;
+		if ((r = env_ulong("EFI_ACK_DELAY_US", 0, EFI_ACK_DELAY_MAX_US, &us)) < 0) {
+			r = EINVAL;
+			goto fail;
 		}
+		if (r)
+			ctx->ack_delay_ns = us * 1000ull;
+		r = 0;
 		v = getenv("EFI_ACK_PIGGYBACK");
 		if (v && *v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
 			r = EINVAL;
@@ -219,19 +236,15 @@ struct efi_context *efi_context_create(struct efi_wire *wire, const struct efi_c
 	 * host that deschedules processes for longer raises it; a peer that
 	 * really died is reported by the connection manager anyway. */
 	{
-		const char *v = getenv("EFI_MIN_DEAD_MS");
-		char *end;
 		unsigned long ms;
 
-		if (v && *v) {
-			errno = 0;
-			ms = strtoul(v, &end, 10);
-			if (errno || *end || *v == '-' || ms < EFI_MIN_DEAD_MS_MIN || ms > EFI_MIN_DEAD_MS_MAX) {
-				r = EINVAL;
-				goto fail;
-			}
-			ctx->min_dead_ns = ms * 1000000ull;
+		if ((r = env_ulong("EFI_MIN_DEAD_MS", EFI_MIN_DEAD_MS_MIN, EFI_MIN_DEAD_MS_MAX, &ms)) < 0) {
+			r = EINVAL;
+			goto fail;
 		}
+		if (r)
+			ctx->min_dead_ns = ms * 1000000ull;
+		r = 0;
 	}
 	{
 		const char *spec = getenv("EFI_CC");
