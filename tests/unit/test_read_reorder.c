@@ -324,8 +324,12 @@ END_TEST
 
 /* Two losses in one Read of three: the second is asked for as soon as the
  * answer to the first ends at it (responses beyond it came a round trip
- * before), not after a timeout; the real responder answers. */
-START_TEST(second_gap_asked_after_first_filled)
+ * before), not after a timeout; the real responder answers.  A run in
+ * which a timeout fired anyway (the responder's thread not scheduled for
+ * the 10 ms floor of the RTO: CI12 at load 12) says nothing of the rule,
+ * so up to five runs are made and one must be clean; with the rule
+ * broken, every run waits for a timeout. */
+static bool second_gap_once(void)
 {
 	struct rig g;
 	struct efi_counters c;
@@ -338,12 +342,25 @@ START_TEST(second_gap_asked_after_first_filled)
 				give(&g, i * g.npk + k);
 	rig_finish(&g, true);
 	counters(&g, &c);
-	ck_assert_uint_eq(c.timeouts, 0);
+	rig_close(&g);
+	if (c.timeouts) {
+		fprintf(stderr, "second_gap_asked_after_first_filled: %llu timeouts (a loaded machine?), again\n",
+			(unsigned long long)c.timeouts);
+		return false;
+	}
 	/* the two gaps, and nothing else but tail-loss probes (the responder
 	 * may not have run for a while on a loaded machine) */
 	ck_assert_msg(c.retransmissions - c.tail_probes == 2, "%llu sent again, %llu of them probes",
 		      (unsigned long long)c.retransmissions, (unsigned long long)c.tail_probes);
-	rig_close(&g);
+	return true;
+}
+
+START_TEST(second_gap_asked_after_first_filled)
+{
+	int tries = 0;
+
+	while (!second_gap_once())
+		ck_assert_msg(++tries < 5, "a timeout in each of 5 runs: the second gap waits for one");
 }
 END_TEST
 
