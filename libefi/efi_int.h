@@ -144,9 +144,11 @@ struct efi_context_int {
 	uint64_t ack_delay_ns;		/* $EFI_ACK_DELAY_US; 0: no ACK waits */
 	uint64_t min_dead_ns;		/* $EFI_MIN_DEAD_MS; 0: EFI_MIN_DEAD_NS */
 	/* $EFI_ACK_PIGGYBACK=1 (default off): a held ACK rides on the
-	 * answer, and our ACKs say we read such requests
-	 * (docs/wire-format.md) */
-	bool pack;
+	 * answer (docs/wire-format.md).  Our ACKs say we read PACKs in
+	 * any case (causal ACKs), unless pack_deaf: the unit tests' stand-in
+	 * for a libefi that predates PACKs (it neither says so nor sends
+	 * causal ones). */
+	bool pack, pack_deaf;
 	/* The earliest time a held ACK must leave, 0 if none is held: the
 	 * progress thread sends it then if the application has not
 	 * (written under ctx->lock, read racily by progress.c) */
@@ -572,7 +574,9 @@ int efi_xport_run_clock(struct efi_context_int *ctx, uint64_t *clock_ns);
 void efi_xport_send_held_ack(struct efi_context_int *ctx, struct efi_qp_int *qp);
 void efi_xport_flush_qp(struct efi_context_int *ctx, struct efi_qp_int *qp);
 void efi_req_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt);
+void efi_req_causal_ack(struct efi_qp_int *qp, uint32_t a);
 void efi_resp_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt);
+uint32_t efi_resp_causal_psn(const struct efi_qp_int *qp);
 void efi_req_timers(struct efi_qp_int *qp, uint64_t now);
 /* The dead-peer rule of efi_req_timers, apart for tests (ctx->lock held):
  * moves the silence clocks past a gap in which this process did not run; how

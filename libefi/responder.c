@@ -35,6 +35,24 @@ static struct efi_respq_ent *respq_add(struct efi_qp_int *qp)
 }
 
 /* An entry that goes out before everything queued (a Read replay). */
+/* The PSN a causal ACK (efi_req_causal_ack) names (ctx->lock held): every
+ * request up to it taken, stopping short of a Read or atomic whose
+ * responses are still queued, which a peer of the first PACK version would
+ * take an ACK passing for lost. */
+uint32_t efi_resp_causal_psn(const struct efi_qp_int *qp)
+{
+	unsigned k = qp->respq_head;
+
+	for (unsigned i = 0; i < qp->respq_count; i++, k = (k + 1) % EFI_RESPQ_SLOTS) {
+		const struct efi_respq_ent *e = &qp->respq[k];
+		if (e->kind == RESPQ_READ)
+			return efi_psn_add(e->first_psn, EFI_PSN_MASK);
+		if (e->kind == RESPQ_ATOMIC)
+			return efi_psn_add(e->psn, EFI_PSN_MASK);
+	}
+	return efi_psn_add(qp->rcv_psn, EFI_PSN_MASK);
+}
+
 static struct efi_respq_ent *respq_push_front(struct efi_qp_int *qp)
 {
 	struct efi_respq_ent *e;
@@ -573,10 +591,12 @@ size_t efi_resp_build(struct efi_qp_int *qp, struct efi_respq_ent *e, struct efi
 		h.opcode = EFI_OP_ACK;
 		h.aeth.syndrome = e->syndrome;
 		/* our plain ACKs tell the peer how far ahead we hold
-		 * requests, and whether we read piggybacked ACKs */
+		 * requests, and that we read piggybacked ACKs: causal ones
+		 * always (efi_req_causal_ack), held ones when the peer sends
+		 * them ($EFI_ACK_PIGGYBACK) */
 		if (e->syndrome == (EFI_AETH_ACK | EFI_AETH_CREDITS_NONE))
-			h.aeth.syndrome = EFI_AETH_ACK | (qp->ctx->pack ? EFI_AETH_CREDITS_WIDE_PACK
-									 : EFI_AETH_CREDITS_WIDE);
+			h.aeth.syndrome = EFI_AETH_ACK | (qp->ctx->pack_deaf ? EFI_AETH_CREDITS_WIDE
+									      : EFI_AETH_CREDITS_WIDE_PACK);
 		/* What is held beyond the hole, as of now. */
 		if (e->syndrome == (EFI_AETH_ACK | EFI_AETH_CREDITS_NONE))
 			efi_reorder_sack(&qp->reorder, qp->rcv_psn, &h);

@@ -358,6 +358,76 @@ START_TEST(bidir_heavy_loss)
 }
 END_TEST
 
+/* Causal order, what ofi_rxm's Write rendezvous relies on: side 1
+ * answers each message of side 0 only once it has received it, so when
+ * side 0 sees the answer, its own message's send completion must already
+ * have been on its CQ (the answer's causal ACK completes it first).  Over
+ * a wire that loses ACKs, and with none: the held ACK used to go behind
+ * the answer, which put the answer's receive completion first. */
+static void run_causal(const struct tw_fault *fault, unsigned rounds)
+{
+	struct tpair t;
+	struct efi_qp_cap cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 1,
+				  .max_recv_sge = 1, .max_inline_data = 64 };
+	uint8_t buf[2][2][64];
+	struct efi_mr *mr[2];
+
+	tpair_open_lanes(&t, 1500, fault, 4);
+	tpair_connect(&t, &cap, 0, 7, 1, 14, 7);
+	for (int i = 0; i < 2; i++) {
+		mr[i] = treg(t.pd[i], buf[i], sizeof(buf[i]), EFI_ACCESS_LOCAL_WRITE);
+		tpost_recv1(t.qp[i], 0, buf[i][1], 64, mr[i]);
+	}
+	for (unsigned r = 0; r < rounds; r++) {
+		struct efi_wc wc;
+		bool sent = false, answered = false;
+		uint64_t end = ms_now() + 20000;
+
+		ck_assert_int_eq(tpost_send1(t.qp[0], EFI_WR_SEND, r, buf[0][0], 16, mr[0], 0, 0), 0);
+		/* side 1: the message, then the answer */
+		ck_assert_msg(tpoll(t.cq[1], &wc, 1, 20000) == 1, "round %u: side 1 got nothing", r);
+		ck_assert_int_eq(wc.status, EFI_WC_SUCCESS);
+		ck_assert_int_eq(wc.opcode, EFI_WC_RECV);
+		tpost_recv1(t.qp[1], 0, buf[1][1], 64, mr[1]);
+		ck_assert_int_eq(tpost_send1(t.qp[1], EFI_WR_SEND, r, buf[1][0], 16, mr[1], 0, 0), 0);
+		/* side 0: the send completion first, then the answer */
+		while (!(sent && answered)) {
+			ck_assert_msg(ms_now() < end, "round %u: side 0 stuck (sent %d answered %d)", r, sent,
+				      answered);
+			if (efi_poll_cq(t.cq[0], 1, &wc) != 1)
+				continue;
+			ck_assert_int_eq(wc.status, EFI_WC_SUCCESS);
+			if (wc.opcode & EFI_WC_RECV) {
+				ck_assert_msg(sent, "round %u: the answer came before the send completion of "
+						    "what it answers", r);
+				answered = true;
+				tpost_recv1(t.qp[0], 0, buf[0][1], 64, mr[0]);
+			} else {
+				sent = true;
+			}
+		}
+		/* side 1's own send completion, whenever it comes */
+		ck_assert_msg(tpoll(t.cq[1], &wc, 1, 20000) == 1, "round %u: side 1's send never completed", r);
+		ck_assert_int_eq(wc.status, EFI_WC_SUCCESS);
+	}
+	for (int i = 0; i < 2; i++)
+		efi_dereg_mr(mr[i]);
+	tpair_close(&t);
+}
+
+START_TEST(causal_order_clean)
+{
+	run_causal(NULL, 300);
+}
+END_TEST
+
+START_TEST(causal_order_lossy)
+{
+	struct tw_fault f = { .loss = 0.1, .dup = 0.02, .reorder = 0.1, .seed = 9 };
+	run_causal(&f, 200);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("bidir");
@@ -367,6 +437,8 @@ int main(void)
 	tcase_add_test(tc, bidir_faults);
 	tcase_add_test(tc, bidir_faults_app_stalls);
 	tcase_add_test(tc, bidir_heavy_loss);
+	tcase_add_test(tc, causal_order_clean);
+	tcase_add_test(tc, causal_order_lossy);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
