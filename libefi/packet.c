@@ -151,6 +151,13 @@ const char *efi_pkt_opcode_name(uint8_t opcode)
 	return d ? d->name : "?";
 }
 
+bool efi_pkt_completes_receive(uint8_t opcode)
+{
+	return opcode == EFI_OP_SEND_LAST || opcode == EFI_OP_SEND_LAST_IMM || opcode == EFI_OP_SEND_ONLY ||
+	       opcode == EFI_OP_SEND_ONLY_IMM || opcode == EFI_OP_WRITE_LAST_IMM ||
+	       opcode == EFI_OP_WRITE_ONLY_IMM;
+}
+
 bool efi_pkt_is_request(uint8_t opcode)
 {
 	const struct opcode_desc *d = lookup(opcode);

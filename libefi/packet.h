@@ -250,6 +250,9 @@ const char *efi_pkt_opcode_name(uint8_t opcode);
 /* True if the opcode is a request (requester → responder), false for the
  * responses (READ_RESP_*, ACK, ATOMIC_ACK), datagrams and unknown opcodes. */
 bool efi_pkt_is_request(uint8_t opcode);
+/* The last packet of a message that completes a receive at the peer (a
+ * Send, or a Write with immediate). */
+bool efi_pkt_completes_receive(uint8_t opcode);
 
 /* True if the opcode is an unreliable datagram's (a UD QP's message). */
 static inline bool efi_pkt_is_datagram(uint8_t opcode)

@@ -91,14 +91,6 @@ static void progress_made(struct efi_qp_int *qp, uint64_t now)
 	qp->timer_start_ns = now;
 }
 
-/* The last packet of a message that completes a receive at the peer. */
-static bool completes_receive(uint8_t opcode)
-{
-	return opcode == EFI_OP_SEND_LAST || opcode == EFI_OP_SEND_LAST_IMM || opcode == EFI_OP_SEND_ONLY ||
-	       opcode == EFI_OP_SEND_ONLY_IMM || opcode == EFI_OP_WRITE_LAST_IMM ||
-	       opcode == EFI_OP_WRITE_ONLY_IMM;
-}
-
 static uint32_t wqe_last_psn(const struct efi_swqe *w)
 {
 	return efi_psn_add(w->first_psn, w->npkts - 1);
@@ -785,7 +777,7 @@ size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, struct efi_wire_pkt *w
 		h.pack.ts_echo = e->ts_echo;
 		qp->pack_offer = NULL;
 		qp->pack_taken = true;
-	} else if (qp->peer_reads_pack && completes_receive(h.opcode) && !qp->ctx->pack_deaf &&
+	} else if (qp->peer_reads_pack && efi_pkt_completes_receive(h.opcode) && !qp->ctx->pack_deaf &&
 		   efi_pkt_hdr_len(h.opcode, h.flags | EFI_PKT_F_ACKED) + plen <= EFI_MAX_DATA_HDR_LEN + qp->seg) {
 		/* the causal ACK (efi_req_causal_ack) */
 		h.hdrs |= EFI_HDR_PACK;

@@ -34,7 +34,6 @@ static struct efi_respq_ent *respq_add(struct efi_qp_int *qp)
 	return e;
 }
 
-/* An entry that goes out before everything queued (a Read replay). */
 /* The PSN a causal ACK (efi_req_causal_ack) names (ctx->lock held): every
  * request up to it taken, stopping short of a Read or atomic whose
  * responses are still queued, which a peer of the first PACK version would
@@ -53,6 +52,7 @@ uint32_t efi_resp_causal_psn(const struct efi_qp_int *qp)
 	return efi_psn_add(qp->rcv_psn, EFI_PSN_MASK);
 }
 
+/* An entry that goes out before everything queued (a Read replay). */
 static struct efi_respq_ent *respq_push_front(struct efi_qp_int *qp)
 {
 	struct efi_respq_ent *e;

@@ -64,6 +64,25 @@ static void pack_as_ack(const struct efi_pkt *req, struct efi_pkt *ack)
 	ack->ts_echo = req->pack.ts_echo;
 }
 
+/* The ACK a request carries (PACK).  A causal one (TSE 0) completes what
+ * it covers (efi_req_causal_ack); a held one is a whole ACK. */
+static void handle_pack(struct efi_qp_int *qp, const struct efi_pkt *pkt)
+{
+	enum efi_qp_state st = qp->attr.qp_state;
+	struct efi_pkt ack;
+
+	qp->peer_reads_pack = true;
+	if (st != EFI_QPS_RTS && st != EFI_QPS_SQD)
+		return;
+	if (!pkt->pack.ts_echo) {
+		efi_req_causal_ack(qp, pkt->pack.psn);
+		return;
+	}
+	pack_as_ack(pkt, &ack);
+	qp->peer_alive = true;
+	efi_req_handle(qp, &ack);
+}
+
 static void dispatch(struct efi_context_int *ctx, const struct efi_wire_pkt *wp)
 {
 	struct efi_pkt pkt;
@@ -118,27 +137,20 @@ static void dispatch(struct efi_context_int *ctx, const struct efi_wire_pkt *wp)
 			efi_count_drop(&qp->cnt, EFI_DROP_QP_STATE);
 			return;
 		}
-		/* A causal ACK first: what the peer had taken of ours
-		 * completes before its message does (efi_req_causal_ack). */
-		if ((pkt.hdrs & EFI_HDR_PACK) && !pkt.pack.ts_echo &&
-		    (st == EFI_QPS_RTS || st == EFI_QPS_SQD))
-			efi_req_causal_ack(qp, pkt.pack.psn);
-		efi_resp_handle(qp, &pkt);
-		/* then a held ACK it carries, as if it had come right behind it:
-		 * the request's completion, which the application waits for,
-		 * does not wait for the ACK's work (1.5 µs of a 6.5 µs
-		 * half round trip when the ACK went first) */
-		if (pkt.hdrs & EFI_HDR_PACK) {
-			qp->peer_reads_pack = true;
-			st = qp->attr.qp_state;
-			if (pkt.pack.ts_echo && (st == EFI_QPS_RTS || st == EFI_QPS_SQD)) {
-				struct efi_pkt ack;
+		/* The ACK it carries goes first when the request completes a
+		 * receive: what the peer had taken of ours completes before
+		 * its message does, which ofi_rxm's Write rendezvous needs
+		 * (efi_req_causal_ack).  Otherwise after it, as if it had come
+		 * right behind: the request's completion, which the
+		 * application waits for, does not wait for the ACK's work (1.5
+		 * µs of a 6.5 µs half round trip when the ACK went first). */
+		bool pack_first = (pkt.hdrs & EFI_HDR_PACK) && efi_pkt_completes_receive(pkt.opcode);
 
-				pack_as_ack(&pkt, &ack);
-				qp->peer_alive = true;
-				efi_req_handle(qp, &ack);
-			}
-		}
+		if (pack_first)
+			handle_pack(qp, &pkt);
+		efi_resp_handle(qp, &pkt);
+		if ((pkt.hdrs & EFI_HDR_PACK) && !pack_first)
+			handle_pack(qp, &pkt);
 	} else {
 		if ((pkt.hdrs & EFI_HDR_AETH) && (pkt.aeth.syndrome & EFI_AETH_KIND_MASK) == EFI_AETH_ACK) {
 			uint8_t v = pkt.aeth.syndrome & EFI_AETH_VALUE_MASK;
