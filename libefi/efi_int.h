@@ -450,6 +450,7 @@ struct efi_qp_int {
 	bool ack_hold_pending;		/* a receive completed in this run (responder.c) */
 	uint64_t ack_hold_ns;		/* the held ACK leaves by then; 0: none held (xport.c) */
 	bool peer_reads_pack;		/* the peer said it reads piggybacked ACKs (xport.c) */
+	bool peer_sends_pack;		/* the peer sent a held ACK in a request (xport.c) */
 	bool peer_wide;			/* the peer said it holds EFI_SEND_WINDOW_WIDE PSNs (xport.c) */
 	/* xport.c → efi_req_build: the held ACK the next request may carry
 	 * (PACK), and whether one did */

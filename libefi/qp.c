@@ -263,6 +263,7 @@ static void qp_reset(struct efi_qp_int *qp)
 	qp->peer_alive = false;
 	/* a new peer may not read piggybacked ACKs: it says so again */
 	qp->peer_reads_pack = false;
+	qp->peer_sends_pack = false;
 	qp->peer_wide = false;
 	qp->ack_hold_ns = 0;
 	qp->ack_hold_pending = false;
