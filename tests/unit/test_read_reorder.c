@@ -86,21 +86,9 @@ static void rig_collect(struct rig *g)
 	pthread_mutex_lock(&g->c0->lock);
 	g->base = g->q0->snd_max;
 	pthread_mutex_unlock(&g->c0->lock);
-	for (uint32_t i = 0; i < g->nreads; i++) {
-		struct efi_sge sge = { .addr = (uintptr_t)g->dst + (uint64_t)i * g->len, .length = g->len,
-				       .lkey = g->md->lkey };
-		struct efi_send_wr wr, *bad;
-
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = i;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.opcode = EFI_WR_RDMA_READ;
-		wr.send_flags = EFI_SEND_SIGNALED;
-		wr.wr.rdma.remote_addr = (uintptr_t)g->src + (uint64_t)i * g->len;
-		wr.wr.rdma.rkey = g->ms->rkey;
-		ck_assert_int_eq(efi_post_send(g->t.qp[0], &wr, &bad), 0);
-	}
+	for (uint32_t i = 0; i < g->nreads; i++)
+		ck_assert_int_eq(tpost_send1(g->t.qp[0], EFI_WR_RDMA_READ, i, g->dst + (size_t)i * g->len, g->len,
+					     g->md, (uintptr_t)g->src + (uint64_t)i * g->len, g->ms->rkey), 0);
 	while (!sent && efi_now_ns() < give_up) {
 		efi_poll_cq(g->t.cq[0], 0, NULL);
 		pthread_mutex_lock(&g->c0->lock);
