@@ -578,6 +578,9 @@ void efi_req_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt);
 void efi_req_causal_ack(struct efi_qp_int *qp, uint32_t a);
 void efi_resp_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt);
 uint32_t efi_resp_causal_psn(const struct efi_qp_int *qp);
+/* requester.c: fails the head WQE and moves the QP to ERR (ctx->lock held). */
+void efi_req_fail_head(struct efi_qp_int *qp, enum efi_wc_status st);
+/* req_timers.c */
 void efi_req_timers(struct efi_qp_int *qp, uint64_t now);
 /* The dead-peer rule of efi_req_timers, apart for tests (ctx->lock held):
  * moves the silence clocks past a gap in which this process did not run; how

@@ -46,7 +46,7 @@ struct efi_path {
 					 * answered since: its silence clock keeps running */
 	double cwnd_before_rto;		/* the window a timeout cut, given back if it was spurious */
 	uint8_t dst_lane;		/* the peer's lane its requests go to: 0, or another once
-					 * its probes went unanswered (requester.c, rehash_probe_path) */
+					 * its probes went unanswered (req_timers.c, rehash_probe_path) */
 	/* counters */
 	uint64_t retransmissions;	/* its packets sent again (on any path) */
 	uint64_t suspected, restored;

@@ -206,7 +206,7 @@ static inline void address_pkt(const struct efi_context_int *ctx, const struct e
 
 /* Where a request of qp on path leaves from and goes to: address_pkt, but
  * to the peer's lane the path was moved to after its probes went
- * unanswered (requester.c, rehash_probe_path), when the peer's lane 0 is
+ * unanswered (req_timers.c, rehash_probe_path), when the peer's lane 0 is
  * at the fabric-wide port the lanes are counted from. */
 static inline void address_req(const struct efi_context_int *ctx, const struct efi_qp_int *qp,
 			       struct efi_wire_pkt *wp, unsigned path)

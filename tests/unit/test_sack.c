@@ -12,7 +12,7 @@
  *    after two RTTs of silence counted from the last transmission, a
  *    ping-pong's dead path is suspected, an ACK overtaken by a later one
  *    is no drop, and going back skips nothing it should not;
- *  - the dead-peer rule (libefi/requester.c): silence on every path for
+ *  - the dead-peer rule (libefi/req_timers.c): silence on every path for
  *    max(timeout × (retry_cnt + 1), EFI_MIN_DEAD_NS) fails a QP, counted
  *    only while this process runs — a flapping path, a stalled peer or our
  *    own process descheduled never do.
