@@ -8,6 +8,11 @@
  */
 #include "efi_int.h"
 
+/* If this process did not run for EFI_LOCAL_STALL_NS while work was
+ * outstanding, the clocks that judge the peer move on by that gap: what the
+ * peer sent meanwhile sits unread in our socket, and a QP that failed as soon
+ * as its process was scheduled again would blame the peer for our own
+ * absence.  (What arrived is read before the timers run, efi_xport_run.) */
 void efi_req_skip_local_stall(struct efi_qp_int *qp, uint64_t now)
 {
 	bool busy = qp->snd_una != qp->snd_max || qp->rnr_wait;

@@ -131,8 +131,10 @@ static uint32_t rd_expected(const struct efi_qp_int *qp, const struct efi_swqe *
 
 /* Everything up to and including psn a has been acknowledged by an ACK (not
  * a response): completes Sends and Writes; a Read or atomic an ACK passes
- * lost its response, so the requester goes back to it (implied NAK). */
-static void ack_upto(struct efi_qp_int *qp, uint32_t a, uint64_t now)
+ * lost its response, so the requester goes back to it (implied NAK).  A
+ * causal ACK (efi_req_causal_ack) stops at the first Read or atomic still
+ * waiting instead: it is no answer to one. */
+static void ack_upto(struct efi_qp_int *qp, uint32_t a, uint64_t now, bool causal)
 {
 	uint32_t una = qp->snd_una;
 	bool implied_nak = false;
@@ -149,6 +151,8 @@ static void ack_upto(struct efi_qp_int *qp, uint32_t a, uint64_t now)
 				pop_head(qp, EFI_WC_SUCCESS);
 				continue;
 			}
+			if (causal)
+				break;
 			next = rd_expected(qp, w);
 			if (efi_psn_before(qp->snd_una, next))
 				qp->snd_una = next;
@@ -217,7 +221,7 @@ static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, ui
 		if (kind == EFI_AETH_ACK) {
 			if (efi_psn_before(p, qp->snd_una))
 				return;
-			ack_upto(qp, p, now);
+			ack_upto(qp, p, now, false);
 			/* Held back by a Read or atomic: remembered for when
 			 * its response arrives. */
 			if (!efi_psn_before(p, qp->snd_una) &&
@@ -229,7 +233,7 @@ static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, ui
 		}
 		if (efi_psn_before(p, qp->snd_una))
 			return;	/* a stale NAK for something already acknowledged */
-		ack_upto(qp, efi_psn_add(p, EFI_PSN_MASK), now);	/* PSNs before p are done */
+		ack_upto(qp, efi_psn_add(p, EFI_PSN_MASK), now, false);	/* PSNs before p are done */
 		if (kind == EFI_AETH_RNR_NAK) {
 			qp->cnt.rnr_naks_received++;
 			if (qp->sq_head == qp->sq_started)
@@ -271,7 +275,7 @@ static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, ui
 	}
 	/* A response acknowledges every PSN before its request. */
 	if (efi_psn_after(w->first_psn, qp->snd_una))
-		ack_upto(qp, efi_psn_add(w->first_psn, EFI_PSN_MASK), now);
+		ack_upto(qp, efi_psn_add(w->first_psn, EFI_PSN_MASK), now, false);
 	/* Responses are taken in order within their WQE, but a WQE need not
 	 * wait for the ones before it: one lost response then costs one
 	 * request sent again, not every Read and atomic behind it. */
@@ -317,7 +321,7 @@ static void handle_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, ui
 	progress_made(qp, now);
 	/* The last response completes it, and any answered ones behind it. */
 	if (w->resp_done)
-		ack_upto(qp, efi_psn_add(qp->snd_una, EFI_PSN_MASK), now);
+		ack_upto(qp, efi_psn_add(qp->snd_una, EFI_PSN_MASK), now, false);
 	if (efi_psn_after(qp->snd_una, qp->snd_nxt))
 		qp->snd_nxt = qp->snd_una;
 }
@@ -341,21 +345,9 @@ void efi_req_causal_ack(struct efi_qp_int *qp, uint32_t a)
 
 	if (una == qp->snd_max || efi_psn_before(a, una) || !efi_psn_before(a, qp->snd_max))
 		return;	/* nothing outstanding, nothing new, or not ours */
-	while (qp->sq_head != qp->sq_started) {
-		struct efi_swqe *w = &qp->sq[qp->sq_head];
-		uint32_t last = wqe_last_psn(w);
-
-		if (wqe_is_rd(w) || efi_psn_after(last, a))
-			break;
-		qp->snd_una = efi_psn_add(last, 1);
-		pop_head(qp, EFI_WC_SUCCESS);
-	}
-	if (qp->snd_una == una)
-		return;
-	if (efi_psn_after(qp->snd_una, qp->snd_nxt))
-		qp->snd_nxt = qp->snd_una;
-	progress_made(qp, efi_now_ns());
-	efi_retx_acked(qp, una, qp->snd_una);
+	ack_upto(qp, a, efi_now_ns(), true);
+	if (efi_psn_after(qp->snd_una, una))
+		efi_retx_acked(qp, una, qp->snd_una);
 }
 
 void efi_req_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
@@ -370,7 +362,7 @@ void efi_req_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 		if (efi_psn_before(qp->ack_high, qp->snd_una))
 			qp->ack_high_valid = false;
 		else if (qp->snd_una != una)
-			ack_upto(qp, qp->ack_high, now);
+			ack_upto(qp, qp->ack_high, now, false);
 	}
 	if (efi_psn_after(qp->snd_una, una))
 		efi_retx_acked(qp, una, qp->snd_una);
@@ -378,11 +370,6 @@ void efi_req_handle(struct efi_qp_int *qp, const struct efi_pkt *pkt)
 	efi_retx_after_response(qp, pkt, now);
 }
 
-/* If this process did not run for EFI_LOCAL_STALL_NS while work was
- * outstanding, the clocks that judge the peer move on by that gap: what the
- * peer sent meanwhile sits unread in our socket, and a QP that failed as soon
- * as its process was scheduled again would blame the peer for our own
- * absence.  (What arrived is read before the timers run, efi_xport_run.) */
 /* Whether a request packet can go now; starts the next WQE when snd_nxt
  * has reached snd_max. */
 bool efi_req_can_send(struct efi_qp_int *qp, uint64_t now)
