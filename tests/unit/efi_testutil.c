@@ -387,7 +387,13 @@ struct efi_mr *treg(struct efi_pd *pd, void *buf, size_t len, int access)
 int tpost_send1(struct efi_qp *qp, enum efi_wr_opcode op, uint64_t id, void *buf, uint32_t len,
 		const struct efi_mr *mr, uint64_t raddr, uint32_t rkey)
 {
-	struct efi_sge sge = { (uintptr_t)buf, len, mr->lkey };
+	return tpost_send1_ex(qp, op, id, buf, len, mr, raddr, rkey, 0, 0);
+}
+
+int tpost_send1_ex(struct efi_qp *qp, enum efi_wr_opcode op, uint64_t id, void *buf, uint32_t len,
+		   const struct efi_mr *mr, uint64_t raddr, uint32_t rkey, unsigned flags, uint32_t imm)
+{
+	struct efi_sge sge = { (uintptr_t)buf, len, mr ? mr->lkey : 0 };
 	struct efi_send_wr wr, *bad;
 
 	memset(&wr, 0, sizeof(wr));
@@ -395,10 +401,76 @@ int tpost_send1(struct efi_qp *qp, enum efi_wr_opcode op, uint64_t id, void *buf
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	wr.opcode = op;
-	wr.send_flags = EFI_SEND_SIGNALED;
+	wr.send_flags = flags | EFI_SEND_SIGNALED;
+	wr.imm_data = imm;
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
 	return efi_post_send(qp, &wr, &bad);
+}
+
+const struct efi_qp_cap tcap_default = {
+	.max_send_wr = 256, .max_recv_wr = 256, .max_send_sge = 16, .max_recv_sge = 16,
+	.max_inline_data = 256,
+};
+
+struct efi_mr *treg_all(struct efi_pd *pd, void *buf, size_t len)
+{
+	return treg(pd, buf, len, EFI_ACCESS_LOCAL_WRITE | EFI_ACCESS_REMOTE_WRITE | EFI_ACCESS_REMOTE_READ |
+			       EFI_ACCESS_REMOTE_ATOMIC);
+}
+
+uint8_t *tpattern(size_t len, unsigned seed)
+{
+	uint8_t *p = malloc(len ? len : 1);
+	uint32_t x = seed * 2654435761u + 1;
+
+	ck_assert_ptr_nonnull(p);
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (uint8_t)(x >> 16);
+	}
+	return p;
+}
+
+struct efi_qp *texpect_qp, *texpect_peer;
+
+static void texpect_dump(void)
+{
+	struct efi_counters c;
+
+	if (texpect_peer) {
+		struct efi_qp_attr qa;
+		struct efi_qp_init_attr qia;
+		efi_query_qp_counters(texpect_peer, &c);
+		efi_query_qp(texpect_peer, &qa, 0, &qia);
+		fprintf(stderr, "peer qp %u: state %d rx %llu tx %llu dups %llu rnr %llu seqnak %llu drops %llu (state %llu window %llu src %llu)\n",
+			texpect_peer->qp_num, qa.qp_state, (unsigned long long)c.rx_packets,
+			(unsigned long long)c.tx_packets, (unsigned long long)c.duplicates,
+			(unsigned long long)c.rnr_naks_sent, (unsigned long long)c.seq_naks_sent,
+			(unsigned long long)c.drops, (unsigned long long)c.drop_reasons[EFI_DROP_QP_STATE],
+			(unsigned long long)c.drop_reasons[EFI_DROP_OUT_OF_WINDOW],
+			(unsigned long long)c.drop_reasons[EFI_DROP_BAD_SOURCE]);
+	}
+	efi_query_qp_counters(texpect_qp, &c);
+	fprintf(stderr, "qp %u: tx %llu rx %llu retx %llu timeouts %llu dups %llu seqnak s/r %llu/%llu drops %llu\n",
+		texpect_qp->qp_num, (unsigned long long)c.tx_packets, (unsigned long long)c.rx_packets,
+		(unsigned long long)c.retransmissions, (unsigned long long)c.timeouts,
+		(unsigned long long)c.duplicates, (unsigned long long)c.seq_naks_sent,
+		(unsigned long long)c.seq_naks_received, (unsigned long long)c.drops);
+}
+
+void texpect_wc(struct efi_cq *cq, enum efi_wc_status st, uint64_t id, struct efi_wc *out)
+{
+	struct efi_wc wc;
+
+	ck_assert_msg(tpoll(cq, &wc, 1, 30000) == 1, "no completion for wr_id %llu", (unsigned long long)id);
+	if (wc.status != st && texpect_qp)
+		texpect_dump();
+	ck_assert_msg(wc.status == st, "wr_id %llu: status %s, expected %s", (unsigned long long)wc.wr_id,
+		      efi_wc_status_str(wc.status), efi_wc_status_str(st));
+	ck_assert_uint_eq(wc.wr_id, id);
+	if (out)
+		*out = wc;
 }
 
 void tpost_recv1(struct efi_qp *qp, uint64_t id, void *buf, uint32_t len, const struct efi_mr *mr)

@@ -63,11 +63,27 @@ void tgid_v4(union efi_gid *g, uint8_t a, uint8_t b, uint8_t c, uint8_t d);
 
 /* Registers [buf, buf + len) with access (asserts it worked). */
 struct efi_mr *treg(struct efi_pd *pd, void *buf, size_t len, int access);
-/* Posts one receive of len bytes at buf (asserts it was taken). */
 /* One signaled send WR of op over one SGE (Write/Read: to raddr/rkey);
  * efi_post_send's result. */
 int tpost_send1(struct efi_qp *qp, enum efi_wr_opcode op, uint64_t id, void *buf, uint32_t len,
 		const struct efi_mr *mr, uint64_t raddr, uint32_t rkey);
+/* The same with send_flags (SIGNALED is added) and an immediate (network
+ * order, as efi_send_wr carries it); mr may be NULL (lkey 0). */
+int tpost_send1_ex(struct efi_qp *qp, enum efi_wr_opcode op, uint64_t id, void *buf, uint32_t len,
+		   const struct efi_mr *mr, uint64_t raddr, uint32_t rkey, unsigned flags, uint32_t imm);
+/* 256 send and receive WRs, 16 SGEs each, 256 bytes inline. */
+extern const struct efi_qp_cap tcap_default;
+/* Registers [buf, buf + len) for local write and every remote access. */
+struct efi_mr *treg_all(struct efi_pd *pd, void *buf, size_t len);
+/* len bytes (at least one allocated) of a pseudo-random pattern of seed;
+ * the caller frees them. */
+uint8_t *tpattern(size_t len, unsigned seed);
+/* Polls cq (30 s at most) for one completion, asserts its status st and
+ * wr_id id, and copies it to out (may be NULL).  On a wrong status the
+ * counters of texpect_qp and texpect_peer (when set) go to stderr first. */
+extern struct efi_qp *texpect_qp, *texpect_peer;
+void texpect_wc(struct efi_cq *cq, enum efi_wc_status st, uint64_t id, struct efi_wc *out);
+/* Posts one receive of len bytes at buf (asserts it was taken). */
 void tpost_recv1(struct efi_qp *qp, uint64_t id, void *buf, uint32_t len, const struct efi_mr *mr);
 
 #endif

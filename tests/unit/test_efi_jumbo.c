@@ -24,19 +24,6 @@ static const struct efi_qp_cap cap = {
 	.max_send_wr = 256, .max_recv_wr = 256, .max_send_sge = 4, .max_recv_sge = 4,
 };
 
-static uint8_t *pattern(size_t len, unsigned seed)
-{
-	uint8_t *p = malloc(len ? len : 1);
-	uint32_t x = seed * 2654435761u + 1;
-
-	ck_assert_ptr_nonnull(p);
-	for (size_t i = 0; i < len; i++) {
-		x = x * 1103515245u + 12345u;
-		p[i] = (uint8_t)(x >> 16);
-	}
-	return p;
-}
-
 static struct efi_mr *reg(struct efi_pd *pd, void *buf, size_t len)
 {
 	return treg(pd, buf, len, EFI_ACCESS_LOCAL_WRITE | EFI_ACCESS_REMOTE_WRITE | EFI_ACCESS_REMOTE_READ);
@@ -97,7 +84,7 @@ static uint32_t seg_of(const struct efi_qp *qp)
  * transmissions). */
 static uint64_t write_read_send(struct tpair *t, size_t len, unsigned seed)
 {
-	uint8_t *src = pattern(len, seed), *dst = calloc(1, len), *back = calloc(1, len);
+	uint8_t *src = tpattern(len, seed), *dst = calloc(1, len), *back = calloc(1, len);
 	uint8_t *rbuf = calloc(1, len);
 	struct efi_mr *ms = reg(t->pd[0], src, len), *mb = reg(t->pd[0], back, len);
 	struct efi_mr *md = reg(t->pd[1], dst, len), *mr = reg(t->pd[1], rbuf, len);

@@ -2,9 +2,10 @@
 /*
  * libefi end to end in one process: two contexts joined by an in-memory wire
  * (tests/unit/efi_testutil.c), every opcode, 0 B and multi-MB messages, 16
- * SGEs, inline, unsignaled sends, RNR, rkey violations, retry exhaustion,
- * flushes, events, and byte-exact data under 1% loss, duplication and
- * reordering.  Threads and hostile input: test_efi_stress.c.
+ * SGEs, inline, unsignaled sends, piggybacked ACKs, events, and byte-exact
+ * data under 1% loss, duplication and reordering.  The error completions
+ * (RNR, rkey violations, retry exhaustion, flushes, CQ overflow):
+ * test_efi_errors.c.  Threads and hostile input: test_efi_stress.c.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -20,100 +21,27 @@
 
 #define MB (1024u * 1024u)
 
-static const struct efi_qp_cap default_cap = {
-	.max_send_wr = 256, .max_recv_wr = 256, .max_send_sge = 16, .max_recv_sge = 16,
-	.max_inline_data = 256,
-};
-
-static uint8_t *pattern(size_t len, unsigned seed)
-{
-	uint8_t *p = malloc(len ? len : 1);
-	uint32_t x = seed * 2654435761u + 1;
-	ck_assert_ptr_nonnull(p);
-	for (size_t i = 0; i < len; i++) {
-		x = x * 1103515245u + 12345u;
-		p[i] = (uint8_t)(x >> 16);
-	}
-	return p;
-}
-
-static struct efi_mr *reg(struct efi_pd *pd, void *buf, size_t len)
-{
-	return treg(pd, buf, len, EFI_ACCESS_LOCAL_WRITE | EFI_ACCESS_REMOTE_WRITE | EFI_ACCESS_REMOTE_READ | EFI_ACCESS_REMOTE_ATOMIC);
-}
-
-static int post1(struct efi_qp *qp, enum efi_wr_opcode op, uint64_t id, void *buf, uint32_t len,
-		 struct efi_mr *mr, uint64_t raddr, uint32_t rkey, unsigned flags)
-{
-	struct efi_sge sge = { (uintptr_t)buf, len, mr ? mr->lkey : 0 };
-	struct efi_send_wr wr, *bad;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = flags | EFI_SEND_SIGNALED;
-	wr.imm_data = htonl(0xabcd0000u + (uint32_t)id);
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	return efi_post_send(qp, &wr, &bad);
-}
-
-static struct efi_qp *wc_qp_hint, *wc_qp_peer;
-
-static void expect_wc(struct efi_cq *cq, enum efi_wc_status st, uint64_t id, struct efi_wc *out)
-{
-	struct efi_wc wc;
-	ck_assert_msg(tpoll(cq, &wc, 1, 30000) == 1, "no completion for wr_id %llu", (unsigned long long)id);
-	if (wc.status != st) {
-		struct efi_counters c;
-		if (!wc_qp_hint)
-			goto no_hint;
-		if (wc_qp_peer) {
-			struct efi_qp_attr qa;
-			struct efi_qp_init_attr qia;
-			efi_query_qp_counters(wc_qp_peer, &c);
-			efi_query_qp(wc_qp_peer, &qa, 0, &qia);
-			fprintf(stderr, "peer qp %u: state %d rx %llu tx %llu dups %llu rnr %llu seqnak %llu drops %llu (state %llu window %llu src %llu)\n",
-				wc_qp_peer->qp_num, qa.qp_state, (unsigned long long)c.rx_packets,
-				(unsigned long long)c.tx_packets, (unsigned long long)c.duplicates,
-				(unsigned long long)c.rnr_naks_sent, (unsigned long long)c.seq_naks_sent,
-				(unsigned long long)c.drops, (unsigned long long)c.drop_reasons[EFI_DROP_QP_STATE],
-				(unsigned long long)c.drop_reasons[EFI_DROP_OUT_OF_WINDOW],
-				(unsigned long long)c.drop_reasons[EFI_DROP_BAD_SOURCE]);
-		}
-		efi_query_qp_counters(wc_qp_hint, &c);
-		fprintf(stderr, "qp %u: tx %llu rx %llu retx %llu timeouts %llu dups %llu seqnak s/r %llu/%llu drops %llu\n",
-			wc_qp_hint->qp_num, (unsigned long long)c.tx_packets, (unsigned long long)c.rx_packets,
-			(unsigned long long)c.retransmissions, (unsigned long long)c.timeouts,
-			(unsigned long long)c.duplicates, (unsigned long long)c.seq_naks_sent,
-			(unsigned long long)c.seq_naks_received, (unsigned long long)c.drops);
-	}
-no_hint:
-	ck_assert_msg(wc.status == st, "wr_id %llu: status %s, expected %s", (unsigned long long)wc.wr_id,
-		      efi_wc_status_str(wc.status), efi_wc_status_str(st));
-	ck_assert_uint_eq(wc.wr_id, id);
-	if (out)
-		*out = wc;
-}
+/* imm_data of a test's WR id: receivers check it */
+#define post1(qp, op, id, buf, len, mr, raddr, rkey, flags) \
+	tpost_send1_ex(qp, op, id, buf, len, mr, raddr, rkey, flags, htonl(0xabcd0000u + (uint32_t)(id)))
 
 /* Send/recv of several sizes (0 B, 1 packet, many), with and without imm. */
 static void do_send_sizes(struct tpair *t)
 {
 	static const uint32_t sizes[] = { 0, 1, 8, 1000, 1500, 4096, 65536, 1 * MB + 7, 4 * MB };
-	wc_qp_hint = t->qp[0];
-	wc_qp_peer = t->qp[1];
+	texpect_qp = t->qp[0];
+	texpect_peer = t->qp[1];
 	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		uint32_t n = sizes[i];
-		uint8_t *src = pattern(n, i), *dst = calloc(1, n + 16);
-		struct efi_mr *ms = reg(t->pd[0], src, n ? n : 1), *md = reg(t->pd[1], dst, n + 16);
+		uint8_t *src = tpattern(n, i), *dst = calloc(1, n + 16);
+		struct efi_mr *ms = treg_all(t->pd[0], src, n ? n : 1), *md = treg_all(t->pd[1], dst, n + 16);
 		struct efi_wc wc;
 
 		tpost_recv1(t->qp[1], 100 + i, dst, n + 16, md);
 		ck_assert_int_eq(post1(t->qp[0], i & 1 ? EFI_WR_SEND_WITH_IMM : EFI_WR_SEND, i, src, n, ms, 0, 0, 0), 0);
-		expect_wc(t->cq[0], EFI_WC_SUCCESS, i, &wc);
+		texpect_wc(t->cq[0], EFI_WC_SUCCESS, i, &wc);
 		ck_assert_int_eq(wc.opcode, EFI_WC_SEND);
-		expect_wc(t->cq[1], EFI_WC_SUCCESS, 100 + i, &wc);
+		texpect_wc(t->cq[1], EFI_WC_SUCCESS, 100 + i, &wc);
 		ck_assert_int_eq(wc.opcode, EFI_WC_RECV);
 		ck_assert_uint_eq(wc.byte_len, n);
 		ck_assert_uint_eq(wc.src_qp, t->qp[0]->qp_num);
@@ -136,23 +64,23 @@ static void do_send_sizes(struct tpair *t)
 static void do_rdma_sizes(struct tpair *t)
 {
 	static const uint32_t sizes[] = { 0, 1, 1400, 4097, 100000, 3 * MB + 5 };
-	wc_qp_hint = t->qp[0];
-	wc_qp_peer = t->qp[1];
+	texpect_qp = t->qp[0];
+	texpect_peer = t->qp[1];
 	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		uint32_t n = sizes[i];
-		uint8_t *src = pattern(n, 7 + i), *dst = calloc(1, n + 1), *back = calloc(1, n + 1);
+		uint8_t *src = tpattern(n, 7 + i), *dst = calloc(1, n + 1), *back = calloc(1, n + 1);
 		uint8_t rbuf[4];
-		struct efi_mr *ms = reg(t->pd[0], src, n + 1), *md = reg(t->pd[1], dst, n + 1),
-			      *mb = reg(t->pd[0], back, n + 1), *mr = reg(t->pd[1], rbuf, sizeof(rbuf));
+		struct efi_mr *ms = treg_all(t->pd[0], src, n + 1), *md = treg_all(t->pd[1], dst, n + 1),
+			      *mb = treg_all(t->pd[0], back, n + 1), *mr = treg_all(t->pd[1], rbuf, sizeof(rbuf));
 		struct efi_wc wc;
 
 		ck_assert_int_eq(post1(t->qp[0], EFI_WR_RDMA_WRITE, 1, src, n, ms, (uintptr_t)dst, md->rkey, 0), 0);
-		expect_wc(t->cq[0], EFI_WC_SUCCESS, 1, &wc);
+		texpect_wc(t->cq[0], EFI_WC_SUCCESS, 1, &wc);
 		ck_assert_int_eq(wc.opcode, EFI_WC_RDMA_WRITE);
 		ck_assert_msg(memcmp(src, dst, n) == 0, "write of %u bytes corrupted", n);
 
 		ck_assert_int_eq(post1(t->qp[0], EFI_WR_RDMA_READ, 2, back, n, mb, (uintptr_t)dst, md->rkey, 0), 0);
-		expect_wc(t->cq[0], EFI_WC_SUCCESS, 2, &wc);
+		texpect_wc(t->cq[0], EFI_WC_SUCCESS, 2, &wc);
 		ck_assert_int_eq(wc.opcode, EFI_WC_RDMA_READ);
 		ck_assert_uint_eq(wc.byte_len, n);
 		ck_assert_msg(memcmp(src, back, n) == 0, "read of %u bytes corrupted", n);
@@ -162,8 +90,8 @@ static void do_rdma_sizes(struct tpair *t)
 		memset(dst, 0, n + 1);
 		ck_assert_int_eq(post1(t->qp[0], EFI_WR_RDMA_WRITE_WITH_IMM, 3, src, n, ms, (uintptr_t)dst,
 				       md->rkey, EFI_SEND_SOLICITED), 0);
-		expect_wc(t->cq[0], EFI_WC_SUCCESS, 3, NULL);
-		expect_wc(t->cq[1], EFI_WC_SUCCESS, 77, &wc);
+		texpect_wc(t->cq[0], EFI_WC_SUCCESS, 3, NULL);
+		texpect_wc(t->cq[1], EFI_WC_SUCCESS, 77, &wc);
 		ck_assert_int_eq(wc.opcode, EFI_WC_RECV_RDMA_WITH_IMM);
 		ck_assert(wc.wc_flags & EFI_WC_WITH_IMM);
 		ck_assert_uint_eq(ntohl(wc.imm_data), 0xabcd0003u);
@@ -182,7 +110,7 @@ static void do_rdma_sizes(struct tpair *t)
 static void do_atomics(struct tpair *t)
 {
 	uint64_t *target = aligned_alloc(8, 64), res = 0;
-	struct efi_mr *mt = reg(t->pd[1], target, 64), *mres = reg(t->pd[0], &res, 8);
+	struct efi_mr *mt = treg_all(t->pd[1], target, 64), *mres = treg_all(t->pd[0], &res, 8);
 	struct efi_sge sge = { (uintptr_t)&res, 8, mres->lkey };
 	struct efi_send_wr wr, *bad;
 
@@ -198,7 +126,7 @@ static void do_atomics(struct tpair *t)
 		wr.wr.atomic.rkey = mt->rkey;
 		wr.wr.atomic.compare_add = 2;
 		ck_assert_int_eq(efi_post_send(t->qp[0], &wr, &bad), 0);
-		expect_wc(t->cq[0], EFI_WC_SUCCESS, (uint64_t)i, NULL);
+		texpect_wc(t->cq[0], EFI_WC_SUCCESS, (uint64_t)i, NULL);
 		ck_assert_uint_eq(res, 40 + 2 * (uint64_t)i);
 	}
 	ck_assert_uint_eq(target[1], 240);
@@ -207,12 +135,12 @@ static void do_atomics(struct tpair *t)
 	wr.wr.atomic.compare_add = 240;
 	wr.wr.atomic.swap = 7;
 	ck_assert_int_eq(efi_post_send(t->qp[0], &wr, &bad), 0);
-	expect_wc(t->cq[0], EFI_WC_SUCCESS, 500, NULL);
+	texpect_wc(t->cq[0], EFI_WC_SUCCESS, 500, NULL);
 	ck_assert_uint_eq(res, 240);
 	ck_assert_uint_eq(target[1], 7);
 	wr.wr_id = 501;	/* compare fails: unchanged */
 	ck_assert_int_eq(efi_post_send(t->qp[0], &wr, &bad), 0);
-	expect_wc(t->cq[0], EFI_WC_SUCCESS, 501, NULL);
+	texpect_wc(t->cq[0], EFI_WC_SUCCESS, 501, NULL);
 	ck_assert_uint_eq(res, 7);
 	ck_assert_uint_eq(target[1], 7);
 	/* misaligned atomics are refused at post time */
@@ -228,7 +156,7 @@ START_TEST(test_all_opcodes)
 {
 	struct tpair t;
 	tpair_open(&t, 1500, NULL);
-	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
+	tpair_connect(&t, &tcap_default, 0, 7, 1, 14, 7);
 	do_send_sizes(&t);
 	do_rdma_sizes(&t);
 	do_atomics(&t);
@@ -240,7 +168,7 @@ START_TEST(test_jumbo_mtu)
 {
 	struct tpair t;
 	tpair_open(&t, 9000, NULL);
-	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
+	tpair_connect(&t, &tcap_default, 0, 7, 1, 14, 7);
 	do_send_sizes(&t);
 	do_rdma_sizes(&t);
 	tpair_close(&t);
@@ -254,7 +182,7 @@ START_TEST(test_lossy)
 	struct efi_counters c;
 
 	tpair_open(&t, 1500, &f);
-	tpair_connect(&t, &default_cap, 0, 7, 1, 12 /* 16 ms */, 7);
+	tpair_connect(&t, &tcap_default, 0, 7, 1, 12 /* 16 ms */, 7);
 	do_send_sizes(&t);
 	do_rdma_sizes(&t);
 	do_atomics(&t);
@@ -276,16 +204,16 @@ START_TEST(test_selective_read)
 	struct tw_fault f = { .loss = _i == 0 ? 0.02 : 0, .reorder = _i == 1 ? 0.05 : 0, .seed = 4242 };
 	struct efi_counters c, r;
 	enum { LEN = 1 << 20, N = 8 };
-	uint8_t *src = pattern(LEN, 9), *dst = calloc(1, LEN);
+	uint8_t *src = tpattern(LEN, 9), *dst = calloc(1, LEN);
 
 	tpair_open(&t, 1500, &f);
-	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
-	struct efi_mr *ms = reg(t.pd[1], src, LEN), *md = reg(t.pd[0], dst, LEN);
+	tpair_connect(&t, &tcap_default, 0, 7, 1, 14, 7);
+	struct efi_mr *ms = treg_all(t.pd[1], src, LEN), *md = treg_all(t.pd[0], dst, LEN);
 	for (int i = 0; i < N; i++) {
 		memset(dst, 0, LEN);
 		ck_assert_int_eq(post1(t.qp[0], EFI_WR_RDMA_READ, (uint64_t)i, dst, LEN, md,
 				       (uintptr_t)src, ms->rkey, 0), 0);
-		expect_wc(t.cq[0], EFI_WC_SUCCESS, (uint64_t)i, NULL);
+		texpect_wc(t.cq[0], EFI_WC_SUCCESS, (uint64_t)i, NULL);
 		ck_assert_int_eq(memcmp(src, dst, LEN), 0);
 	}
 	ck_assert_int_eq(efi_query_qp_counters(t.qp[0], &c), 0);
@@ -321,16 +249,16 @@ START_TEST(test_selective)
 	struct tw_fault f = { .loss = _i == 0 ? 0.02 : 0, .reorder = _i == 1 ? 0.05 : 0, .seed = 99 };
 	struct efi_counters c;
 	enum { LEN = 1 << 20, N = 16 };
-	uint8_t *src = pattern(LEN, 7), *dst = calloc(1, LEN);
+	uint8_t *src = tpattern(LEN, 7), *dst = calloc(1, LEN);
 
 	tpair_open(&t, 1500, &f);
-	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
-	struct efi_mr *ms = reg(t.pd[0], src, LEN), *md = reg(t.pd[1], dst, LEN);
+	tpair_connect(&t, &tcap_default, 0, 7, 1, 14, 7);
+	struct efi_mr *ms = treg_all(t.pd[0], src, LEN), *md = treg_all(t.pd[1], dst, LEN);
 	for (int i = 0; i < N; i++) {
 		memset(dst, 0, LEN);
 		ck_assert_int_eq(post1(t.qp[0], EFI_WR_RDMA_WRITE, (uint64_t)i, src, LEN, ms,
 				       (uintptr_t)dst, md->rkey, 0), 0);
-		expect_wc(t.cq[0], EFI_WC_SUCCESS, (uint64_t)i, NULL);
+		texpect_wc(t.cq[0], EFI_WC_SUCCESS, (uint64_t)i, NULL);
 		ck_assert_int_eq(memcmp(src, dst, LEN), 0);
 	}
 	ck_assert_int_eq(efi_query_qp_counters(t.qp[0], &c), 0);
@@ -366,18 +294,18 @@ START_TEST(test_conn_key)
 	memset(src, 0x3c, sizeof(src));
 	memset(dst, 0, sizeof(dst));
 	tpair_open(&t, 1500, NULL);
-	tpair_connect(&t, &default_cap, 0, 7, 1, 12 /* 16 ms: fails after ~50 ms of silence */, 2);
-	struct efi_mr *ms = reg(t.pd[0], src, sizeof(src)), *md = reg(t.pd[1], dst, sizeof(dst));
+	tpair_connect(&t, &tcap_default, 0, 7, 1, 12 /* 16 ms: fails after ~50 ms of silence */, 2);
+	struct efi_mr *ms = treg_all(t.pd[0], src, sizeof(src)), *md = treg_all(t.pd[1], dst, sizeof(dst));
 	efi_qp_set_conn_key(t.qp[0], 0x5eed1234);
 	efi_qp_set_conn_key(t.qp[1], 0x5eed1234);
 	ck_assert_int_eq(post1(t.qp[0], EFI_WR_RDMA_WRITE, 1, src, 50, ms, (uintptr_t)dst, md->rkey, 0), 0);
-	expect_wc(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
 	ck_assert_uint_eq(dst[49], 0x3c);
 	/* The responder now expects another key: the Write never lands, the
 	 * requester hears nothing and gives up. */
 	efi_qp_set_conn_key(t.qp[1], 0x0badcafe);
 	ck_assert_int_eq(post1(t.qp[0], EFI_WR_RDMA_WRITE, 2, src, 100, ms, (uintptr_t)dst, md->rkey, 0), 0);
-	expect_wc(t.cq[0], EFI_WC_RETRY_EXC_ERR, 2, NULL);
+	texpect_wc(t.cq[0], EFI_WC_RETRY_EXC_ERR, 2, NULL);
 	ck_assert_uint_eq(dst[50], 0);
 	/* (The requester may give up before the responder's thread, on a
 	 * loaded machine, has even looked at the Write: wait for that.) */
@@ -399,7 +327,7 @@ END_TEST
 START_TEST(test_16_sge)
 {
 	struct tpair t;
-	uint8_t *src = pattern(16 * 3001, 3), *dst = calloc(1, 16 * 3001);
+	uint8_t *src = tpattern(16 * 3001, 3), *dst = calloc(1, 16 * 3001);
 	struct efi_sge ss[16], ds[16];
 	struct efi_send_wr wr, *bad;
 	struct efi_recv_wr rwr, *rbad;
@@ -407,8 +335,8 @@ START_TEST(test_16_sge)
 	uint32_t off = 0;
 
 	tpair_open(&t, 1500, NULL);
-	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
-	struct efi_mr *ms = reg(t.pd[0], src, 16 * 3001), *md = reg(t.pd[1], dst, 16 * 3001);
+	tpair_connect(&t, &tcap_default, 0, 7, 1, 14, 7);
+	struct efi_mr *ms = treg_all(t.pd[0], src, 16 * 3001), *md = treg_all(t.pd[1], dst, 16 * 3001);
 	for (int i = 0; i < 16; i++) {
 		uint32_t l = 1000 + (uint32_t)i * 250;	/* sums to 46000 */
 		ss[i] = (struct efi_sge){ (uintptr_t)src + off, l, ms->lkey };
@@ -432,8 +360,8 @@ START_TEST(test_16_sge)
 	wr.opcode = EFI_WR_SEND;
 	wr.send_flags = EFI_SEND_SIGNALED;
 	ck_assert_int_eq(efi_post_send(t.qp[0], &wr, &bad), 0);
-	expect_wc(t.cq[0], EFI_WC_SUCCESS, 8, NULL);
-	expect_wc(t.cq[1], EFI_WC_SUCCESS, 9, &wc);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 8, NULL);
+	texpect_wc(t.cq[1], EFI_WC_SUCCESS, 9, &wc);
 	ck_assert_uint_eq(wc.byte_len, off);
 	ck_assert(memcmp(src, dst, off) == 0);
 	/* 17 SGEs: EINVAL */
@@ -455,17 +383,17 @@ START_TEST(test_inline)
 	struct efi_wc wc;
 
 	tpair_open(&t, 1500, NULL);
-	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
-	struct efi_mr *md = reg(t.pd[1], dst, sizeof(dst));
+	tpair_connect(&t, &tcap_default, 0, 7, 1, 14, 7);
+	struct efi_mr *md = treg_all(t.pd[1], dst, sizeof(dst));
 	memset(buf, 0x5a, sizeof(buf));
 	tpost_recv1(t.qp[1], 1, dst, sizeof(dst), md);
 	ck_assert_int_eq(post1(t.qp[0], EFI_WR_SEND, 2, buf, 256, NULL, 0, 0, EFI_SEND_INLINE), 0);
 	memset(buf, 0, sizeof(buf));
-	expect_wc(t.cq[1], EFI_WC_SUCCESS, 1, &wc);
+	texpect_wc(t.cq[1], EFI_WC_SUCCESS, 1, &wc);
 	ck_assert_uint_eq(wc.byte_len, 256);
 	for (int i = 0; i < 256; i++)
 		ck_assert_uint_eq(dst[i], 0x5a);
-	expect_wc(t.cq[0], EFI_WC_SUCCESS, 2, NULL);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 2, NULL);
 	ck_assert_int_eq(post1(t.qp[0], EFI_WR_SEND, 3, buf, 257, NULL, 0, 0, EFI_SEND_INLINE), EINVAL);
 	ck_assert_int_eq(post1(t.qp[0], EFI_WR_RDMA_READ, 3, buf, 8, NULL, 0, 0, EFI_SEND_INLINE), EINVAL);
 	efi_dereg_mr(md);
@@ -482,8 +410,8 @@ START_TEST(test_unsignaled)
 	int recvd = 0, sent = 0, posted_r = 0, posted_s = 0;
 
 	tpair_open(&t, 1500, NULL);
-	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
-	struct efi_mr *ms = reg(t.pd[0], buf, sizeof(buf)), *md = reg(t.pd[1], dst, sizeof(dst));
+	tpair_connect(&t, &tcap_default, 0, 7, 1, 14, 7);
+	struct efi_mr *ms = treg_all(t.pd[0], buf, sizeof(buf)), *md = treg_all(t.pd[1], dst, sizeof(dst));
 	for (int spins = 0; recvd < 1000 || sent < 10; spins++) {
 		ck_assert_int_lt(spins, 50000000);
 		while (posted_r - recvd < 200 && posted_r < 1000)
@@ -511,138 +439,6 @@ START_TEST(test_unsignaled)
 		sent += n;
 	}
 	ck_assert_int_eq(tpoll(t.cq[0], wc, 1, 100), 0);
-	efi_dereg_mr(ms);
-	efi_dereg_mr(md);
-	tpair_close(&t);
-}
-END_TEST
-
-/* RNR: the receive comes later; with rnr_retry 7 the send waits for it,
- * with rnr_retry 0 it fails with RNR_RETRY_EXC_ERR. */
-START_TEST(test_rnr)
-{
-	struct tpair t;
-	static uint8_t buf[20000], dst[20000];
-	struct efi_wc wc;
-	struct efi_counters c;
-
-	tpair_open(&t, 1500, NULL);
-	tpair_connect(&t, &default_cap, 0, 7, 1 /* 0.01 ms */, 14, 7);
-	struct efi_mr *ms = reg(t.pd[0], buf, sizeof(buf)), *md = reg(t.pd[1], dst, sizeof(dst));
-	memset(buf, 3, sizeof(buf));
-	/* a multi-packet Send: its FIRST finds no receive */
-	for (unsigned i = 0; i < sizeof(buf); i++)
-		buf[i] = (uint8_t)(i * 3);
-	ck_assert_int_eq(post1(t.qp[0], EFI_WR_SEND, 1, buf, sizeof(buf), ms, 0, 0, 0), 0);
-	/* wait until the responder has refused it at least twice */
-	for (int i = 0; i < 5000; i++) {
-		ck_assert_int_eq(tpoll(t.cq[0], &wc, 1, 1), 0);
-		ck_assert_int_eq(efi_query_qp_counters(t.qp[1], &c), 0);
-		if (c.rnr_naks_sent >= 2)
-			break;
-	}
-	ck_assert_uint_ge(c.rnr_naks_sent, 2);
-	tpost_recv1(t.qp[1], 2, dst, sizeof(dst), md);
-	expect_wc(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
-	expect_wc(t.cq[1], EFI_WC_SUCCESS, 2, &wc);
-	ck_assert_uint_eq(wc.byte_len, sizeof(buf));
-	ck_assert(memcmp(buf, dst, sizeof(buf)) == 0);
-	/* a multi-packet Write with immediate: its LAST waits for a receive */
-	memset(dst, 0, sizeof(dst));
-	ck_assert_int_eq(post1(t.qp[0], EFI_WR_RDMA_WRITE_WITH_IMM, 3, buf, sizeof(buf), ms, (uintptr_t)dst,
-			       md->rkey, 0), 0);
-	ck_assert_int_eq(tpoll(t.cq[0], &wc, 1, 20), 0);
-	tpost_recv1(t.qp[1], 4, dst, 1, md);
-	expect_wc(t.cq[0], EFI_WC_SUCCESS, 3, NULL);
-	expect_wc(t.cq[1], EFI_WC_SUCCESS, 4, &wc);
-	ck_assert_int_eq(wc.opcode, EFI_WC_RECV_RDMA_WITH_IMM);
-	ck_assert(memcmp(buf, dst, sizeof(buf)) == 0);
-	ck_assert_int_eq(efi_query_qp_counters(t.qp[0], &c), 0);
-	ck_assert_msg(c.rnr_naks_received > 0, "no RNR NAK: tx %llu rx %llu, drops %llu",
-		      (unsigned long long)c.tx_packets, (unsigned long long)c.rx_packets,
-		      (unsigned long long)c.drops);
-	efi_dereg_mr(ms);
-	efi_dereg_mr(md);
-	tpair_close(&t);
-
-	tpair_open(&t, 1500, NULL);
-	tpair_connect(&t, &default_cap, 0, 0, 1, 14, 7);
-	ms = reg(t.pd[0], buf, sizeof(buf));
-	ck_assert_int_eq(post1(t.qp[0], EFI_WR_SEND, 1, buf, 64, ms, 0, 0, 0), 0);
-	ck_assert_int_eq(post1(t.qp[0], EFI_WR_SEND, 2, buf, 64, ms, 0, 0, 0), 0);
-	expect_wc(t.cq[0], EFI_WC_RNR_RETRY_EXC_ERR, 1, NULL);
-	expect_wc(t.cq[0], EFI_WC_WR_FLUSH_ERR, 2, NULL);
-	ck_assert_int_eq(t.qp[0]->state, EFI_QPS_ERR);
-	efi_dereg_mr(ms);
-	tpair_close(&t);
-}
-END_TEST
-
-/* A bad rkey, an access the MR does not grant, a range past its end: REM_ACCESS_ERR,
- * QP in ERR, target memory untouched. */
-START_TEST(test_rkey_violation)
-{
-	for (int kind = 0; kind < 4; kind++) {
-		struct tpair t;
-		uint8_t src[4096], dst[4096];
-		struct efi_mr *ms, *md;
-		uint32_t rkey;
-		uint64_t raddr;
-
-		tpair_open(&t, 1500, NULL);
-		tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
-		memset(src, 0xee, sizeof(src));
-		memset(dst, 0x11, sizeof(dst));
-		ms = reg(t.pd[0], src, sizeof(src));
-		md = efi_reg_mr(t.pd[1], dst, 2048, kind == 2 ? EFI_ACCESS_REMOTE_READ : EFI_ACCESS_LOCAL_WRITE | EFI_ACCESS_REMOTE_WRITE);
-		ck_assert_ptr_nonnull(md);
-		rkey = kind == 0 ? md->rkey ^ 0x5a5a5a5a : md->rkey;
-		raddr = kind == 1 ? (uintptr_t)dst + 1024 : (uintptr_t)dst;	/* 1024 + 3000 > 2048 */
-		if (kind == 3) {
-			ck_assert_int_eq(post1(t.qp[0], EFI_WR_RDMA_READ, 1, src, 100, ms, raddr, rkey, 0), 0);
-		} else {
-			ck_assert_int_eq(post1(t.qp[0], EFI_WR_RDMA_WRITE, 1, src, 3000, ms, raddr, rkey, 0), 0);
-		}
-		ck_assert_int_eq(post1(t.qp[0], EFI_WR_SEND, 2, src, 10, ms, 0, 0, 0), 0);
-		expect_wc(t.cq[0], EFI_WC_REM_ACCESS_ERR, 1, NULL);
-		expect_wc(t.cq[0], EFI_WC_WR_FLUSH_ERR, 2, NULL);
-		for (int i = 0; i < 4096; i++)
-			ck_assert_msg(dst[i] == 0x11, "target byte %d touched (kind %d)", i, kind);
-		ck_assert_int_eq(t.qp[0]->state, EFI_QPS_ERR);
-		efi_dereg_mr(ms);
-		efi_dereg_mr(md);
-		tpair_close(&t);
-	}
-}
-END_TEST
-
-/* A Send longer than the receive: LOC_LEN_ERR at the responder, with the
- * buffer filled by the message's first bytes, byte_len what was placed and
- * vendor_err what did not fit (libfabric's olen); REM_INV_REQ_ERR at the
- * requester.  4000 bytes over a 1500-byte link is a multi-packet message:
- * the overflow starts in its first packet and the count still covers them
- * all. */
-START_TEST(test_loc_len_err)
-{
-	struct tpair t;
-	uint8_t src[4000], dst[100];
-	struct efi_wc wc;
-
-	for (size_t i = 0; i < sizeof(src); i++)
-		src[i] = (uint8_t)(i * 7 + 3);
-	memset(dst, 0, sizeof(dst));
-	tpair_open(&t, 1500, NULL);
-	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
-	struct efi_mr *ms = reg(t.pd[0], src, sizeof(src)), *md = reg(t.pd[1], dst, sizeof(dst));
-	tpost_recv1(t.qp[1], 5, dst, sizeof(dst), md);
-	tpost_recv1(t.qp[1], 6, dst, sizeof(dst), md);
-	ck_assert_int_eq(post1(t.qp[0], EFI_WR_SEND, 1, src, 4000, ms, 0, 0, 0), 0);
-	expect_wc(t.cq[1], EFI_WC_LOC_LEN_ERR, 5, &wc);
-	ck_assert_uint_eq(wc.byte_len, sizeof(dst));
-	ck_assert_uint_eq(wc.vendor_err, sizeof(src) - sizeof(dst));
-	ck_assert_mem_eq(dst, src, sizeof(dst));
-	expect_wc(t.cq[1], EFI_WC_WR_FLUSH_ERR, 6, NULL);
-	expect_wc(t.cq[0], EFI_WC_REM_INV_REQ_ERR, 1, NULL);
 	efi_dereg_mr(ms);
 	efi_dereg_mr(md);
 	tpair_close(&t);
@@ -684,8 +480,8 @@ START_TEST(test_piggybacked_acks)
 		ctx_of(t.ctx[0])->pack = !old_peer;
 		ctx_of(t.ctx[0])->pack_deaf = old_peer;
 		ctx_of(t.ctx[1])->pack = true;
-		tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
-		struct efi_mr *ma = reg(t.pd[0], a, sizeof(a)), *mb = reg(t.pd[1], b, sizeof(b));
+		tpair_connect(&t, &tcap_default, 0, 7, 1, 14, 7);
+		struct efi_mr *ma = treg_all(t.pd[0], a, sizeof(a)), *mb = treg_all(t.pd[1], b, sizeof(b));
 		for (uint32_t i = 0; i < N; i++) {
 			struct efi_wc wc;
 
@@ -748,8 +544,8 @@ START_TEST(test_held_ack_leaves_at_destroy)
 		tpair_open(&t, 1500, NULL);
 		/* the longest hold: the destroy comes well within it */
 		ctx_of(t.ctx[1])->ack_delay_ns = EFI_ACK_DELAY_MAX_US * 1000ull;
-		tpair_connect(&t, &default_cap, 0, 7, 1, 8 /* ~1 ms */, 1);
-		struct efi_mr *ms = reg(t.pd[0], src, sizeof(src)), *md = reg(t.pd[1], dst, sizeof(dst));
+		tpair_connect(&t, &tcap_default, 0, 7, 1, 8 /* ~1 ms */, 1);
+		struct efi_mr *ms = treg_all(t.pd[0], src, sizeof(src)), *md = treg_all(t.pd[1], dst, sizeof(dst));
 		tpost_recv1(t.qp[1], 5, dst, sizeof(dst), md);
 		ck_assert_int_eq(post1(t.qp[0], EFI_WR_SEND, 1, src, 8, ms, 0, 0, 0), 0);
 		wc = poll_recv(t.cq[1], &sends);
@@ -768,104 +564,11 @@ START_TEST(test_held_ack_leaves_at_destroy)
 			efi_qp_to_error((struct efi_qp_int *)t.qp[1]);
 			pthread_mutex_unlock(&c1->lock);
 		}
-		expect_wc(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
+		texpect_wc(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
 		efi_dereg_mr(ms);
 		efi_dereg_mr(md);
 		tpair_close(&t);
 	}
-}
-END_TEST
-
-/* More completions than the CQ holds: the lost one is never silent
- * (issue 20's hang was "nothing arriving, no error").  The CQ gives what it
- * held, then -EOVERFLOW for good, and its QP is in the error state. */
-START_TEST(test_cq_overflow_is_loud)
-{
-	struct tpair t;
-	uint8_t src[64];
-	struct efi_wc wc[64];
-	struct efi_qp_attr qa;
-	struct efi_qp_init_attr qia;
-	struct efi_cq *small;
-	int n = 0, r;
-
-	tpair_open(&t, 1500, NULL);
-	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
-	struct efi_mr *ms = reg(t.pd[0], src, sizeof(src));
-	/* a second QP on side 0 whose send CQ has room for 3 */
-	small = efi_create_cq(t.ctx[0], 3, NULL, NULL, 0);
-	ck_assert_ptr_nonnull(small);
-	struct efi_qp_init_attr ia = { .send_cq = small, .recv_cq = t.cq[0], .cap = default_cap,
-				       .qp_type = EFI_QPT_RC };
-	struct efi_qp *q = efi_create_qp(t.pd[0], &ia);
-	ck_assert_ptr_nonnull(q);
-	{
-		union efi_gid g;
-		tgid_v4(&g, 10, 0, 0, 2);
-		/* side 1's QP is connected to another QP: it drops these */
-		ck_assert_int_eq(tqp_to_rts(q, t.qp[1]->qp_num, &g, 1, 1, 7, 1, 8 /* ~1 ms */, 1,
-					    EFI_MTU_1024), 0);
-	}
-	for (int i = 0; i < 2 * small->cqe + 2; i++)
-		ck_assert_int_eq(post1(q, EFI_WR_RDMA_WRITE, (uint64_t)i, src, 8, ms, (uintptr_t)src, ms->rkey, 0), 0);
-	/* the Writes get no answer: the first fails with RETRY_EXC, the rest
-	 * are flushed, each with a completion, more than the ring holds */
-	for (int tries = 0; tries < 20000; tries++) {
-		r = efi_poll_cq(small, 64, wc);
-		if (r < 0)
-			break;
-		n += r;
-		usleep(1000);
-	}
-	ck_assert_int_eq(r, -EOVERFLOW);
-	ck_assert_int_le(n, small->cqe);
-	ck_assert_int_eq(efi_poll_cq(small, 64, wc), -EOVERFLOW);
-	ck_assert_int_eq(efi_query_qp(q, &qa, EFI_QP_STATE, &qia), 0);
-	ck_assert_int_eq(qa.qp_state, EFI_QPS_ERR);
-	ck_assert_int_eq(efi_destroy_qp(q), 0);
-	ck_assert_int_eq(efi_destroy_cq(small), 0);
-	efi_dereg_mr(ms);
-	tpair_close(&t);
-}
-END_TEST
-
-/* The peer stops answering: RETRY_EXC_ERR after timeout × retry_cnt, not a hang. */
-START_TEST(test_retry_exceeded)
-{
-	struct tpair t;
-	uint8_t src[100];
-	struct efi_qp_attr a = { .qp_state = EFI_QPS_ERR };
-
-	tpair_open(&t, 1500, NULL);
-	tpair_connect(&t, &default_cap, 0, 7, 1, 8 /* ~1 ms */, 3);
-	struct efi_mr *ms = reg(t.pd[0], src, sizeof(src));
-	ck_assert_int_eq(efi_modify_qp(t.qp[1], &a, EFI_QP_STATE), 0);
-	ck_assert_int_eq(post1(t.qp[0], EFI_WR_RDMA_WRITE, 1, src, 100, ms, 0, 0, 0), 0);
-	expect_wc(t.cq[0], EFI_WC_RETRY_EXC_ERR, 1, NULL);
-	efi_dereg_mr(ms);
-	tpair_close(&t);
-}
-END_TEST
-
-/* Moving to ERR flushes posted receives; posting in ERR completes with a flush. */
-START_TEST(test_flush)
-{
-	struct tpair t;
-	uint8_t dst[64];
-	struct efi_qp_attr a = { .qp_state = EFI_QPS_ERR };
-
-	tpair_open(&t, 1500, NULL);
-	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
-	struct efi_mr *md = reg(t.pd[1], dst, sizeof(dst));
-	for (int i = 0; i < 5; i++)
-		tpost_recv1(t.qp[1], (uint64_t)i, dst, sizeof(dst), md);
-	ck_assert_int_eq(efi_modify_qp(t.qp[1], &a, EFI_QP_STATE), 0);
-	for (int i = 0; i < 5; i++)
-		expect_wc(t.cq[1], EFI_WC_WR_FLUSH_ERR, (uint64_t)i, NULL);
-	tpost_recv1(t.qp[1], 9, dst, sizeof(dst), md);
-	expect_wc(t.cq[1], EFI_WC_WR_FLUSH_ERR, 9, NULL);
-	efi_dereg_mr(md);
-	tpair_close(&t);
 }
 END_TEST
 
@@ -892,13 +595,13 @@ START_TEST(test_events)
 	ck_assert_ptr_nonnull(cq);
 	t.cq[1] = cq;
 	memset(&ia, 0, sizeof(ia));
-	tpair_connect(&t, &default_cap, 0, 7, 1, 14, 7);
-	struct efi_mr *ms = reg(t.pd[0], src, sizeof(src)), *md = reg(t.pd[1], dst, sizeof(dst));
+	tpair_connect(&t, &tcap_default, 0, 7, 1, 14, 7);
+	struct efi_mr *ms = treg_all(t.pd[0], src, sizeof(src)), *md = treg_all(t.pd[1], dst, sizeof(dst));
 	tpost_recv1(t.qp[1], 1, dst, sizeof(dst), md);
 	tpost_recv1(t.qp[1], 2, dst, sizeof(dst), md);
 	ck_assert_int_eq(efi_req_notify_cq(cq, 1), 0);
 	ck_assert_int_eq(post1(t.qp[0], EFI_WR_SEND, 1, src, 10, ms, 0, 0, 0), 0);
-	expect_wc(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
 	pfd = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
 	ck_assert_int_eq(poll(&pfd, 1, 50), 0);	/* not solicited: no event */
 	ck_assert_int_eq(post1(t.qp[0], EFI_WR_SEND, 2, src, 10, ms, 0, 0, EFI_SEND_SOLICITED), 0);
@@ -938,14 +641,8 @@ static Suite *suite(void)
 	ADD(test_16_sge);
 	ADD(test_inline);
 	ADD(test_unsignaled);
-	ADD(test_rnr);
-	ADD(test_rkey_violation);
-	ADD(test_loc_len_err);
 	ADD(test_piggybacked_acks);
-	ADD(test_cq_overflow_is_loud);
 	ADD(test_held_ack_leaves_at_destroy);
-	ADD(test_retry_exceeded);
-	ADD(test_flush);
 	ADD(test_events);
 	ADD(test_conn_key);
 	if (!only || strcmp(only, "test_selective") == 0)

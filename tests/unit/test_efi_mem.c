@@ -123,23 +123,11 @@ START_TEST(idle_qps)
 }
 END_TEST
 
-static uint8_t *pattern(size_t len, unsigned seed)
-{
-	uint8_t *p = malloc(len);
-	uint32_t x = seed * 2654435761u + 1;
-	ck_assert_ptr_nonnull(p);
-	for (size_t i = 0; i < len; i++) {
-		x = x * 1103515245u + 12345u;
-		p[i] = (uint8_t)(x >> 16);
-	}
-	return p;
-}
-
 /* Sends len bytes from qp 0 to qp 1 (posting the receive first), polling
  * both sides; returns the largest reorder buffer qp 1 held meanwhile. */
 static size_t send_and_check(struct tpair *t, size_t len, unsigned seed)
 {
-	uint8_t *src = pattern(len, seed), *dst = calloc(1, len);
+	uint8_t *src = tpattern(len, seed), *dst = calloc(1, len);
 	struct efi_mr *ms = efi_reg_mr(t->pd[0], src, len, EFI_ACCESS_LOCAL_WRITE);
 	struct efi_mr *md = efi_reg_mr(t->pd[1], dst, len, EFI_ACCESS_LOCAL_WRITE);
 	struct efi_sge ss = { (uintptr_t)src, (uint32_t)len, 0 }, sd = { (uintptr_t)dst, (uint32_t)len, 0 };

@@ -19,18 +19,6 @@ static const struct efi_qp_cap default_cap = {
 	.max_inline_data = 256,
 };
 
-static uint8_t *pattern(size_t len, unsigned seed)
-{
-	uint8_t *p = malloc(len ? len : 1);
-	uint32_t x = seed * 2654435761u + 1;
-	ck_assert_ptr_nonnull(p);
-	for (size_t i = 0; i < len; i++) {
-		x = x * 1103515245u + 12345u;
-		p[i] = (uint8_t)(x >> 16);
-	}
-	return p;
-}
-
 static struct efi_mr *reg(struct efi_pd *pd, void *buf, size_t len)
 {
 	return treg(pd, buf, len, EFI_ACCESS_LOCAL_WRITE | EFI_ACCESS_REMOTE_WRITE | EFI_ACCESS_REMOTE_READ | EFI_ACCESS_REMOTE_ATOMIC);
@@ -53,7 +41,7 @@ static void *thr_main(void *arg)
 {
 	struct thr *h = arg;
 	struct tpair *t = h->t;
-	uint8_t *src = pattern(10000, (unsigned)(uintptr_t)h), *dst = calloc(1, 10000);
+	uint8_t *src = tpattern(10000, (unsigned)(uintptr_t)h), *dst = calloc(1, 10000);
 	uint64_t res = 0;
 	struct efi_mr *ms = efi_reg_mr(t->pd[0], src, 10000, EFI_ACCESS_LOCAL_WRITE);
 	struct efi_mr *md = efi_reg_mr(t->pd[1], dst, 10000, EFI_ACCESS_LOCAL_WRITE);
