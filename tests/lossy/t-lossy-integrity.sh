@@ -15,6 +15,12 @@
 # lib.sh).  LOSSY_MESSAGES, LOSSY_SEED, LOSSY_LOSS, LOSSY_DUP and
 # LOSSY_REORDER override (for exploring the transport).  Root.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+# A hang is lossy-test's to see: it fails when no message completes for 30 s
+# (--timeout below).  The whole run's limit is only a backstop for a wedged
+# process: quiet, the run takes ~100 s; on a loaded CI host (load 12, CPU
+# burners pinned to both cores) 2,000 messages/s made it ~500 s, and the
+# old 300 s limit killed a run that was making steady progress.
+: "${LOSSY_TIMEOUT:=1200}"
 # shellcheck source=tests/lossy/lib.sh
 . "$(dirname "$0")/lib.sh"
 lossy_init li
