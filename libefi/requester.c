@@ -598,10 +598,14 @@ size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, struct efi_wire_pkt *w
 	}
 	if (h.flags & EFI_PKT_F_ACKREQ)
 		qp->pkts_since_ackreq = 0;
-	/* The held ACK rides along (xport.c) if the packet still fits the
-	 * segment the link was sized for with it. */
-	if (qp->pack_offer &&
-	    efi_pkt_hdr_len(h.opcode, h.flags | EFI_PKT_F_ACKED) + plen <= EFI_MAX_DATA_HDR_LEN + qp->seg) {
+	/* A PACK rides along only if the packet still fits the segment the
+	 * link was sized for with it: every last packet of a Send, and of a
+	 * Write with immediate but a single-packet one of over seg - 16 bytes
+	 * (its RETH leaves no room). */
+	bool pack_fits = efi_pkt_hdr_len(h.opcode, h.flags | EFI_PKT_F_ACKED) + plen <=
+			 EFI_MAX_DATA_HDR_LEN + qp->seg;
+	/* the held ACK (xport.c) */
+	if (qp->pack_offer && pack_fits) {
 		const struct efi_respq_ent *e = qp->pack_offer;
 
 		h.hdrs |= EFI_HDR_PACK;
@@ -612,8 +616,8 @@ size_t efi_req_build(struct efi_qp_int *qp, uint32_t psn, struct efi_wire_pkt *w
 		h.pack.ts_echo = e->ts_echo;
 		qp->pack_offer = NULL;
 		qp->pack_taken = true;
-	} else if (qp->peer_reads_pack && efi_pkt_completes_receive(h.opcode) && !qp->ctx->pack_deaf &&
-		   efi_pkt_hdr_len(h.opcode, h.flags | EFI_PKT_F_ACKED) + plen <= EFI_MAX_DATA_HDR_LEN + qp->seg) {
+	} else if (pack_fits && qp->peer_reads_pack && efi_pkt_completes_receive(h.opcode) &&
+		   !qp->ctx->pack_deaf) {
 		/* the causal ACK (efi_req_causal_ack) */
 		h.hdrs |= EFI_HDR_PACK;
 		h.pack.syndrome = EFI_AETH_ACK | EFI_AETH_CREDITS_WIDE_PACK;
