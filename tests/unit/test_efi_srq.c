@@ -61,18 +61,6 @@ static void join(struct tpair *t, struct efi_qp *a, struct efi_qp *b, uint8_t rn
 	ck_assert_int_eq(tqp_to_rts(b, a->qp_num, &g[0], 200, 100, rnr_retry, 1, 14, 7, pa.active_mtu), 0);
 }
 
-static void expect(struct efi_cq *cq, enum efi_wc_status st, uint64_t id, struct efi_wc *out)
-{
-	struct efi_wc wc;
-
-	ck_assert_msg(tpoll(cq, &wc, 1, 20000) == 1, "no completion for wr_id %llu", (unsigned long long)id);
-	ck_assert_msg(wc.status == st, "wr_id %llu: %s, expected %s", (unsigned long long)wc.wr_id,
-		      efi_wc_status_str(wc.status), efi_wc_status_str(st));
-	ck_assert_uint_eq(wc.wr_id, id);
-	if (out)
-		*out = wc;
-}
-
 /* A QP with max_recv_wr 0 sends, one with max_send_wr 0 receives; posting
  * to the queue a QP lacks fails with ENOMEM and nothing else breaks. */
 START_TEST(test_send_only_recv_only)
@@ -100,13 +88,13 @@ START_TEST(test_send_only_recv_only)
 	rwr.num_sge = 1;
 	ck_assert_int_eq(efi_post_recv(b, &rwr, &rbad), 0);
 	ck_assert_int_eq(tpost_send1(a, EFI_WR_SEND, 1, src, sizeof(src), ms, 0, 0), 0);
-	expect(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
-	expect(t.cq[1], EFI_WC_SUCCESS, 9, &wc);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
+	texpect_wc(t.cq[1], EFI_WC_SUCCESS, 9, &wc);
 	ck_assert_uint_eq(wc.byte_len, sizeof(src));
 	ck_assert(memcmp(src, dst, sizeof(src)) == 0);
 	memset(dst, 0, sizeof(dst));
 	ck_assert_int_eq(tpost_send1(a, EFI_WR_RDMA_WRITE, 2, src, sizeof(src), ms, (uintptr_t)dst, md->rkey), 0);
-	expect(t.cq[0], EFI_WC_SUCCESS, 2, NULL);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 2, NULL);
 	ck_assert(memcmp(src, dst, sizeof(src)) == 0);
 
 	ck_assert_int_eq(efi_destroy_qp(a), 0);
@@ -340,22 +328,22 @@ START_TEST(test_srq_limit_resize)
 	/* 8 → 4 left: not below the limit yet */
 	for (int i = 0; i < 4; i++, next++) {
 		ck_assert_int_eq(tpost_send1(a, EFI_WR_SEND, next, src, 16, ms, 0, 0), 0);
-		expect(t.cq[0], EFI_WC_SUCCESS, next, NULL);
-		expect(t.cq[1], EFI_WC_SUCCESS, next, NULL);
+		texpect_wc(t.cq[0], EFI_WC_SUCCESS, next, NULL);
+		texpect_wc(t.cq[1], EFI_WC_SUCCESS, next, NULL);
 	}
 	ck_assert_int_eq(atomic_load(&limit_events), 0);
 	/* 3 left: the event, once, and the SRQ disarmed */
 	ck_assert_int_eq(tpost_send1(a, EFI_WR_SEND, next, src, 16, ms, 0, 0), 0);
-	expect(t.cq[0], EFI_WC_SUCCESS, next, NULL);
-	expect(t.cq[1], EFI_WC_SUCCESS, next, NULL);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, next, NULL);
+	texpect_wc(t.cq[1], EFI_WC_SUCCESS, next, NULL);
 	next++;
 	ck_assert_int_eq(atomic_load(&limit_events), 1);
 	ck_assert_ptr_eq(limit_ctx_seen, &limit_events);
 	ck_assert_int_eq(efi_query_srq(srq, &q), 0);
 	ck_assert_uint_eq(q.srq_limit, 0);
 	ck_assert_int_eq(tpost_send1(a, EFI_WR_SEND, next, src, 16, ms, 0, 0), 0);
-	expect(t.cq[0], EFI_WC_SUCCESS, next, NULL);
-	expect(t.cq[1], EFI_WC_SUCCESS, next, NULL);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, next, NULL);
+	texpect_wc(t.cq[1], EFI_WC_SUCCESS, next, NULL);
 	next++;
 	ck_assert_int_eq(atomic_load(&limit_events), 1);
 
@@ -372,8 +360,8 @@ START_TEST(test_srq_limit_resize)
 	ck_assert_int_eq(post_srq1(srq, id, dst[0], 64, md), ENOMEM);
 	for (; next < 70; next++) {
 		ck_assert_int_eq(tpost_send1(a, EFI_WR_SEND, next, src, 16, ms, 0, 0), 0);
-		expect(t.cq[0], EFI_WC_SUCCESS, next, NULL);
-		expect(t.cq[1], EFI_WC_SUCCESS, next, &wc);
+		texpect_wc(t.cq[0], EFI_WC_SUCCESS, next, NULL);
+		texpect_wc(t.cq[1], EFI_WC_SUCCESS, next, &wc);
 		ck_assert_uint_eq(wc.qp_num, b->qp_num);
 	}
 
@@ -419,8 +407,8 @@ START_TEST(test_srq_rnr)
 	}
 	ck_assert_uint_ge(c.rnr_naks_sent, 2);
 	ck_assert_int_eq(post_srq1(srq, 7, dst, sizeof(dst), md), 0);
-	expect(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
-	expect(t.cq[1], EFI_WC_SUCCESS, 7, &wc);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
+	texpect_wc(t.cq[1], EFI_WC_SUCCESS, 7, &wc);
 	ck_assert_uint_eq(wc.byte_len, sizeof(src));
 	ck_assert(memcmp(src, dst, sizeof(src)) == 0);
 	ck_assert_int_eq(efi_destroy_qp(a), 0);
@@ -431,7 +419,7 @@ START_TEST(test_srq_rnr)
 	b = make_qp(&t, 1, 0, 0, srq);
 	join(&t, a, b, 0);
 	ck_assert_int_eq(tpost_send1(a, EFI_WR_SEND, 2, src, 64, ms, 0, 0), 0);
-	expect(t.cq[0], EFI_WC_RNR_RETRY_EXC_ERR, 2, NULL);
+	texpect_wc(t.cq[0], EFI_WC_RNR_RETRY_EXC_ERR, 2, NULL);
 
 	/* a WQE left in the SRQ survives its QP going to ERR and destroyed */
 	ck_assert_int_eq(post_srq1(srq, 8, dst, sizeof(dst), md), 0);
@@ -447,15 +435,15 @@ START_TEST(test_srq_rnr)
 	b = make_qp(&t, 1, 0, 0, srq);
 	join(&t, a, b, 0);
 	ck_assert_int_eq(tpost_send1(a, EFI_WR_SEND, 3, src, 100, ms, 0, 0), 0);
-	expect(t.cq[0], EFI_WC_SUCCESS, 3, NULL);
-	expect(t.cq[1], EFI_WC_SUCCESS, 8, &wc);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 3, NULL);
+	texpect_wc(t.cq[1], EFI_WC_SUCCESS, 8, &wc);
 	ck_assert_uint_eq(wc.byte_len, 100);
 	/* a Write with immediate takes its receive from the SRQ too */
 	ck_assert_int_eq(post_srq1(srq, 9, dst, 1, md), 0);
 	memset(dst, 0, sizeof(dst));
 	ck_assert_int_eq(tpost_send1(a, EFI_WR_RDMA_WRITE_WITH_IMM, 4, src, 6000, ms, (uintptr_t)dst, md->rkey), 0);
-	expect(t.cq[0], EFI_WC_SUCCESS, 4, NULL);
-	expect(t.cq[1], EFI_WC_SUCCESS, 9, &wc);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 4, NULL);
+	texpect_wc(t.cq[1], EFI_WC_SUCCESS, 9, &wc);
 	ck_assert_int_eq(wc.opcode, EFI_WC_RECV_RDMA_WITH_IMM);
 	ck_assert_uint_eq(wc.byte_len, 6000);
 	ck_assert(memcmp(src, dst, 6000) == 0);

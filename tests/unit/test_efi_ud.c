@@ -91,17 +91,6 @@ static int send_ud(struct efi_qp *qp, struct efi_ah *ah, uint32_t dqpn, uint32_t
 	return r;
 }
 
-static void expect(struct efi_cq *cq, enum efi_wc_status st, uint64_t id, struct efi_wc *out)
-{
-	struct efi_wc wc;
-	ck_assert_msg(tpoll(cq, &wc, 1, 5000) == 1, "no completion for %llu", (unsigned long long)id);
-	ck_assert_msg(wc.status == st, "wr %llu: %s, expected %s", (unsigned long long)wc.wr_id,
-		      efi_wc_status_str(wc.status), efi_wc_status_str(st));
-	ck_assert_uint_eq(wc.wr_id, id);
-	if (out)
-		*out = wc;
-}
-
 static uint64_t drops(struct efi_qp *qp, enum efi_drop_reason r)
 {
 	struct efi_counters c;
@@ -227,9 +216,9 @@ START_TEST(test_ud_datagrams)
 		memset(dst, 0xee, 8192);
 		tpost_recv1(q[to], 100 + k, dst, EFI_GRH_LEN + mtu, md[to]);
 		ck_assert_int_eq(send_ud(q[from], ah[from], q[to]->qp_num, QKEY, k, src, n, ms[from], op, flags), 0);
-		expect(t.cq[from], EFI_WC_SUCCESS, k, &wc);
+		texpect_wc(t.cq[from], EFI_WC_SUCCESS, k, &wc);
 		ck_assert_int_eq(wc.opcode, EFI_WC_SEND);
-		expect(t.cq[to], EFI_WC_SUCCESS, 100 + k, &wc);
+		texpect_wc(t.cq[to], EFI_WC_SUCCESS, 100 + k, &wc);
 		ck_assert_int_eq(wc.opcode, EFI_WC_RECV);
 		ck_assert_uint_eq(wc.byte_len, EFI_GRH_LEN + n);
 		ck_assert_uint_eq(wc.src_qp, q[from]->qp_num);
@@ -263,7 +252,7 @@ START_TEST(test_ud_datagrams)
 	ck_assert_int_eq(send_ud(q[0], ah[0], 1, QKEY, 1, src, 8, ms[0], EFI_WR_SEND, 0), EINVAL);
 	/* a bad lkey completes with LOC_PROT_ERR, and the QP goes on */
 	ck_assert_int_eq(send_ud(q[0], ah[0], q[1]->qp_num, QKEY, 77, src, 8, NULL, EFI_WR_SEND, 0), 0);
-	expect(t.cq[0], EFI_WC_LOC_PROT_ERR, 77, NULL);
+	texpect_wc(t.cq[0], EFI_WC_LOC_PROT_ERR, 77, NULL);
 	struct efi_qp_attr qa;
 	struct efi_qp_init_attr qia;
 	ck_assert_int_eq(efi_query_qp(q[0], &qa, 0, &qia), 0);
@@ -298,32 +287,32 @@ START_TEST(test_ud_drops)
 	/* no receive posted: gone */
 	uint64_t b = drops(q1, EFI_DROP_NO_RECEIVE);
 	ck_assert_int_eq(send_ud(q0, ah, q1->qp_num, QKEY, 1, src, 8, ms, EFI_WR_SEND, 0), 0);
-	expect(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
 	expect_drop(&t, q1, EFI_DROP_NO_RECEIVE, b);
 	/* another Q_Key: gone, the receive stays posted */
 	tpost_recv1(q1, 50, dst, sizeof(dst), md);
 	b = drops(q1, EFI_DROP_BAD_KEY);
 	ck_assert_int_eq(send_ud(q0, ah, q1->qp_num, QKEY + 1, 2, src, 8, ms, EFI_WR_SEND, 0), 0);
-	expect(t.cq[0], EFI_WC_SUCCESS, 2, NULL);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 2, NULL);
 	expect_drop(&t, q1, EFI_DROP_BAD_KEY, b);
 	/* the same receive takes the next good one */
 	ck_assert_int_eq(send_ud(q0, ah, q1->qp_num, QKEY, 3, src, 8, ms, EFI_WR_SEND, 0), 0);
-	expect(t.cq[0], EFI_WC_SUCCESS, 3, NULL);
-	expect(t.cq[1], EFI_WC_SUCCESS, 50, &wc);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 3, NULL);
+	texpect_wc(t.cq[1], EFI_WC_SUCCESS, 50, &wc);
 	ck_assert_uint_eq(wc.byte_len, EFI_GRH_LEN + 8);
 	/* a receive too small: LOC_LEN_ERR with what fit and what did not,
 	 * and the QP takes the next datagram */
 	tpost_recv1(q1, 51, dst, EFI_GRH_LEN + 4, md);
 	tpost_recv1(q1, 52, dst, sizeof(dst), md);
 	ck_assert_int_eq(send_ud(q0, ah, q1->qp_num, QKEY, 4, src, 20, ms, EFI_WR_SEND, 0), 0);
-	expect(t.cq[1], EFI_WC_LOC_LEN_ERR, 51, &wc);
+	texpect_wc(t.cq[1], EFI_WC_LOC_LEN_ERR, 51, &wc);
 	ck_assert_uint_eq(wc.byte_len, EFI_GRH_LEN + 4);
 	ck_assert_uint_eq(wc.vendor_err, 16);
 	ck_assert_int_eq(send_ud(q0, ah, q1->qp_num, QKEY, 5, src, 20, ms, EFI_WR_SEND, 0), 0);
-	expect(t.cq[1], EFI_WC_SUCCESS, 52, &wc);
+	texpect_wc(t.cq[1], EFI_WC_SUCCESS, 52, &wc);
 	ck_assert_mem_eq(dst + EFI_GRH_LEN, src, 20);
-	expect(t.cq[0], EFI_WC_SUCCESS, 4, NULL);
-	expect(t.cq[0], EFI_WC_SUCCESS, 5, NULL);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 4, NULL);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 5, NULL);
 
 	/* a datagram for an RC QP, and an RC QP's traffic for a UD QP */
 	struct efi_qp_init_attr rc = { .send_cq = t.cq[1], .recv_cq = t.cq[1], .cap = cap, .qp_type = EFI_QPT_RC };
@@ -339,7 +328,7 @@ START_TEST(test_ud_drops)
 	ck_assert_int_eq(tqp_to_rts(r0, q1->qp_num, &g1, 0, 0, 7, 1, 14, 7, EFI_MTU_1024), 0);
 	b = drops(r1, EFI_DROP_QP_TYPE);
 	ck_assert_int_eq(send_ud(q0, ah, r1->qp_num, QKEY, 6, src, 8, ms, EFI_WR_SEND, 0), 0);
-	expect(t.cq[0], EFI_WC_SUCCESS, 6, NULL);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 6, NULL);
 	expect_drop(&t, r1, EFI_DROP_QP_TYPE, b);
 	b = drops(q1, EFI_DROP_QP_TYPE);
 	struct efi_sge sge = { (uintptr_t)src, 8, ms->lkey };
@@ -391,15 +380,15 @@ START_TEST(test_ud_srq)
 	for (int i = 0; i < 4; i++) {
 		struct efi_qp *to = i & 1 ? b : a;
 		ck_assert_int_eq(send_ud(q0, ah, to->qp_num, QKEY, (uint64_t)i, src, 9, ms, EFI_WR_SEND, 0), 0);
-		expect(t.cq[0], EFI_WC_SUCCESS, (uint64_t)i, NULL);
-		expect(t.cq[1], EFI_WC_SUCCESS, 200 + (uint64_t)i, &wc);
+		texpect_wc(t.cq[0], EFI_WC_SUCCESS, (uint64_t)i, NULL);
+		texpect_wc(t.cq[1], EFI_WC_SUCCESS, 200 + (uint64_t)i, &wc);
 		ck_assert_uint_eq(wc.qp_num, to->qp_num);
 		ck_assert_mem_eq(dst[i] + EFI_GRH_LEN, src, 9);
 	}
 	/* the SRQ is empty now: the next datagram is dropped */
 	uint64_t before = drops(a, EFI_DROP_NO_RECEIVE);
 	ck_assert_int_eq(send_ud(q0, ah, a->qp_num, QKEY, 9, src, 9, ms, EFI_WR_SEND, 0), 0);
-	expect(t.cq[0], EFI_WC_SUCCESS, 9, NULL);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 9, NULL);
 	expect_drop(&t, a, EFI_DROP_NO_RECEIVE, before);
 
 	efi_destroy_qp(a);
@@ -478,8 +467,8 @@ START_TEST(test_inline_empty_sge)
 	w.wr.ud.remote_qkey = QKEY;
 	tpost_recv1(q1, 2, dst, sizeof(dst), md);
 	ck_assert_int_eq(efi_post_send(q0, &w, &bad), 0);
-	expect(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
-	expect(t.cq[1], EFI_WC_SUCCESS, 2, &wc);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 1, NULL);
+	texpect_wc(t.cq[1], EFI_WC_SUCCESS, 2, &wc);
 	ck_assert_uint_eq(wc.byte_len, EFI_GRH_LEN + 14);
 	ck_assert_mem_eq(dst + EFI_GRH_LEN, src, 14);
 	efi_destroy_qp(q0);
@@ -492,8 +481,8 @@ START_TEST(test_inline_empty_sge)
 	tpost_recv1(t.qp[1], 3, dst, sizeof(dst), md);
 	w.wr_id = 4;
 	ck_assert_int_eq(efi_post_send(t.qp[0], &w, &bad), 0);
-	expect(t.cq[0], EFI_WC_SUCCESS, 4, NULL);
-	expect(t.cq[1], EFI_WC_SUCCESS, 3, &wc);
+	texpect_wc(t.cq[0], EFI_WC_SUCCESS, 4, NULL);
+	texpect_wc(t.cq[1], EFI_WC_SUCCESS, 3, &wc);
 	ck_assert_uint_eq(wc.byte_len, 14);
 	ck_assert_mem_eq(dst, src, 14);
 	efi_dereg_mr(md);
