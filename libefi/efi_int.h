@@ -651,6 +651,9 @@ void efi_retx_resend(struct efi_qp_int *qp, uint32_t psn);
 bool efi_retx_next_lost(struct efi_qp_int *qp, uint32_t *psn);
 /* The path psn's packet left on last, or −1 if it never left. */
 int efi_retx_path_of(const struct efi_qp_int *qp, uint32_t psn);
+/* How many PSNs the request recorded at psn spans (a Read request: the
+ * responses it asked for), 0 when no record starts there. */
+uint32_t efi_retx_span_of(const struct efi_qp_int *qp, uint32_t psn);
 void efi_retx_after_response(struct efi_qp_int *qp, const struct efi_pkt *pkt, uint64_t now);
 void efi_retx_timers(struct efi_qp_int *qp, uint64_t now);
 /* The path table says path's uplink is down: what the path carries goes

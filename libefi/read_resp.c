@@ -146,6 +146,35 @@ static bool gap_evident(const struct efi_qp_int *qp, const struct efi_swqe *w, c
 	return path < 0 || (unsigned)path == (pkt->path < qp->npaths ? pkt->path : 0u);
 }
 
+/* Once every response a request asked for is placed ahead of its turn,
+ * the request was answered: its record leaves RACK's scoreboard.  Left in
+ * flight, it was judged by its send time alone: when responses to requests
+ * sent after it arrived and the gap before it took longer than srtt +
+ * reo_wnd to fill, RACK asked for the whole chunk again, all of it here
+ * already (seen in test_read_reorder under load).  The record is the
+ * latest at or before p within p's chunk (a chunk's own, or one sent again
+ * from within it, as gap_path finds it).  A request with a response still
+ * missing stays in flight: RACK may be what asks for that one. */
+static void answered_if_whole(struct efi_qp_int *qp, const struct efi_swqe *w, uint32_t p)
+{
+	uint32_t k = (uint32_t)efi_psn_diff(p, w->first_psn);
+
+	for (uint32_t i = k + 1; i-- > k / EFI_READ_CHUNK * EFI_READ_CHUNK;) {
+		uint32_t r = efi_psn_add(w->first_psn, i), n = efi_retx_span_of(qp, r);
+		if (!n)
+			continue;
+		for (uint32_t j = 0; j < n; j++) {
+			uint32_t q = efi_psn_add(r, j);
+			if (efi_psn_after(q, last_psn(w)))
+				break;
+			if (!efi_rd_placed(qp, q))
+				return;
+		}
+		efi_retx_held(qp, r, r);
+		return;
+	}
+}
+
 bool efi_rd_ahead(struct efi_qp_int *qp, struct efi_swqe *w, const struct efi_pkt *pkt, uint32_t expect)
 {
 	uint32_t p = pkt->psn, k = (uint32_t)efi_psn_diff(p, w->first_psn);
@@ -160,6 +189,8 @@ bool efi_rd_ahead(struct efi_qp_int *qp, struct efi_swqe *w, const struct efi_pk
 		taken = place(qp, w, pkt);
 		if (taken && k + 1 > w->rd_high)
 			w->rd_high = k + 1;
+		if (taken)
+			answered_if_whole(qp, w, p);
 	}
 	/* The scoreboard is left alone: the request of the gap may be the
 	 * very one to send again. */

@@ -358,6 +358,12 @@ int efi_retx_path_of(const struct efi_qp_int *qp, uint32_t psn)
 	return r->psn == psn && r->tx_ns ? (int)path_of(qp, r->path) : -1;
 }
 
+uint32_t efi_retx_span_of(const struct efi_qp_int *qp, uint32_t psn)
+{
+	const struct efi_txrec *r = &qp->txrec[psn & (EFI_TXREC_SLOTS - 1)];
+	return r->psn == psn && r->tx_ns ? (r->npsn ? r->npsn : 1u) : 0u;
+}
+
 bool efi_retx_next_lost(struct efi_qp_int *qp, uint32_t *out)
 {
 	uint32_t psn;
